@@ -453,7 +453,8 @@ typedef struct sl_node_type {
   int32_t role;             /**< SL_ROLE_*. */
   const char* name;         /**< Type name used in config (`type = "map"`). Unique across plugins. */
   const char* doc;          /**< One paragraph for `sluiced plugins` and docs/CONFIG.md. */
-  const sl_param* params;   /**< Declared config keys (array of param_count). */
+  const sl_param* params;   /**< Declared config keys: param_count structs, all of one
+                                 struct_size, which the host uses as the array stride. */
   uint32_t param_count;
   uint32_t flags;           /**< SL_NODE_*. */
   int32_t min_inputs;       /**< Operators/sinks: at least this many inputs (>= 1). */
@@ -513,7 +514,7 @@ typedef struct sl_function_def {
   int32_t kind;           /**< SL_FUNCTION_*. */
   const char* name;       /**< Name used in config. Unique across plugins. */
   const char* doc;
-  const sl_param* params; /**< Declared args. */
+  const sl_param* params; /**< Declared args (same stride rule as sl_node_type.params). */
   uint32_t param_count;
   uint32_t min_arity;     /**< Fewest positional arguments call accepts (1 for map). */
   uint32_t max_arity;     /**< Most positional arguments (UINT32_MAX = any). */

@@ -1,0 +1,78 @@
+// The validated form of a pipeline config: what the executor builds a task
+// from. Produced by config_loader (parse) + config_validator (check against
+// the plugin registry); nothing downstream re-reads TOML.
+#pragma once
+
+#include "registry/plugin_registry.hpp"
+#include "value/value.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+
+// A position in a config file (1-based line and column; 0 = unknown).
+struct SourcePos {
+  std::string file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+enum class Severity { error, warning };
+
+// One finding about a config. to_string() gives the one-line form every tool
+// prints: "FILE:LINE:COL: error: node 'ID': key 'KEY': MESSAGE" (node and key
+// parts omitted when empty).
+struct Diagnostic {
+  Severity severity = Severity::error;
+  SourcePos pos;
+  std::string node_id;
+  std::string key;
+  std::string message;  // says what is wrong and what would be valid
+
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct InputRef {
+  std::string id;
+  SourcePos pos;  // of the string in the `inputs` array
+};
+
+struct NodeSpec {
+  std::string id;
+  int32_t role = 0;  // SL_ROLE_*, from the section ([sources], [operators], [sinks])
+  std::string type;
+  const NodeTypeInfo* info = nullptr;
+  SourcePos pos;  // of the node's table
+  std::vector<InputRef> inputs;  // in config order: multi-input nodes see them in this order
+  // Object holding every declared param that was given or has a default.
+  // SL_PARAM_FUNCTION params are normalised to { name = "...", args = {...} }
+  // with the function's own defaults filled in.
+  Value config;
+  std::map<std::string, SourcePos, std::less<>> key_pos;  // where each given key stands
+};
+
+// [runtime] settings.
+struct RuntimeSettings {
+  uint32_t batch_size = 1024;          // most messages a source emits per poll
+  uint32_t tasks = 1;                  // parallel instances of the graph
+  int64_t shutdown_timeout_ms = 10000; // SIGTERM: how long draining may take
+};
+
+struct GraphSpec {
+  std::filesystem::path file;
+  std::string name;  // `name` at top level, else the file's stem
+  std::vector<std::filesystem::path> plugin_dirs;  // resolved against the file's directory
+  RuntimeSettings runtime;
+  std::vector<NodeSpec> nodes;  // sources, then operators, then sinks; each in file order
+  std::vector<size_t> topo_order;  // indices into nodes: every node after its inputs
+
+  [[nodiscard]] const NodeSpec* find(std::string_view id) const;
+  [[nodiscard]] std::optional<size_t> index_of(std::string_view id) const;
+};
+
+}  // namespace sluice::host

@@ -1,0 +1,225 @@
+// Implementation of every sl_host_api entry. Each one is a thin adapter: the
+// logic lives in Task (emit, timers, posts) and in value/ (values, JSON).
+#include "executor/host_api.hpp"
+
+#include "executor/task.hpp"
+#include "value/json.hpp"
+#include "value/value.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <vector>
+
+// A named function bound to its arguments for one node.
+struct sl_bound_function {
+  const sluice::host::FunctionInfo* info;
+  void* self;
+  sl_context* ctx;
+};
+
+namespace sluice::host {
+namespace {
+
+std::atomic<const PluginRegistry*> g_registry{nullptr};
+
+Task& task_of(sl_context* ctx) { return *ctx->task; }
+
+void api_set_error(sl_context* ctx, const char* msg, size_t len) {
+  if (!ctx) return;
+  task_of(ctx).node(ctx->node).error.assign(msg, len);
+}
+
+void api_log(sl_context* ctx, int32_t level, const char* msg, size_t len) {
+  auto lvl = level <= SL_LOG_TRACE   ? spdlog::level::trace
+             : level == SL_LOG_DEBUG ? spdlog::level::debug
+             : level == SL_LOG_INFO  ? spdlog::level::info
+             : level == SL_LOG_WARN  ? spdlog::level::warn
+                                     : spdlog::level::err;
+  std::string_view text(msg, len);
+  if (ctx) {
+    spdlog::log(lvl, "node '{}': {}", task_of(ctx).node(ctx->node).id, text);
+  } else {
+    spdlog::log(lvl, "plugin: {}", text);
+  }
+}
+
+sl_value api_json_dump(sl_value v) {
+  std::string text = json_dump(v);
+  return string_create(text.data(), text.size());
+}
+
+sl_status api_json_parse(sl_context* ctx, const char* text, size_t size, sl_value* out) {
+  *out = sl_null();
+  auto parsed = json_parse(std::string_view(text, size));
+  if (!parsed.is_ok()) {
+    if (ctx) api_set_error(ctx, parsed.status().message().data(), parsed.status().message().size());
+    return parsed.status().code();
+  }
+  *out = std::move(parsed).value().release();
+  return SL_OK;
+}
+
+sl_status api_emit(sl_context* ctx, const sl_message* messages, size_t count) {
+  return task_of(ctx).emit(ctx->node, messages, count);
+}
+sl_status api_emit_values(sl_context* ctx, const sl_value* values, size_t count) {
+  return task_of(ctx).emit_values(ctx->node, values, count);
+}
+int64_t api_now_ns(sl_context* ctx) { return task_of(ctx).clock().now_ns(); }
+sl_status api_timer_start(sl_context* ctx, uint64_t timer_id, int64_t delay_ns) {
+  return task_of(ctx).timer_start(ctx->node, timer_id, delay_ns);
+}
+void api_timer_cancel(sl_context* ctx, uint64_t timer_id) {
+  task_of(ctx).timer_cancel(ctx->node, timer_id);
+}
+sl_status api_post(sl_context* ctx, sl_task_fn fn, void* arg) {
+  return task_of(ctx).post(ctx->node, fn, arg);
+}
+void api_wake(sl_context* ctx) { task_of(ctx).wake(ctx->node); }
+void api_set_backpressure(sl_context* ctx, int32_t full) {
+  task_of(ctx).set_backpressure(ctx->node, full != 0);
+}
+sl_str api_node_id(sl_context* ctx) {
+  const std::string& id = task_of(ctx).node(ctx->node).id;
+  return {id.data(), id.size()};
+}
+
+// Fills declared defaults into `given` (may be null) and checks required args:
+// the runtime counterpart of the validator, for string specs bound by plugins.
+Result<Value> complete_args(const FunctionInfo& fn, const Value& given) {
+  std::vector<std::pair<std::string, Value>> entries;
+  for (const ParamInfo& p : fn.params) {
+    if (auto v = given.get(p.name)) {
+      entries.emplace_back(p.name, *v);
+    } else if (p.default_json) {
+      SLUICE_ASSIGN_OR_RETURN(Value d, json_parse(*p.default_json));
+      entries.emplace_back(p.name, std::move(d));
+    } else if (p.required) {
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("function '{}' needs argument '{}'", fn.name, p.name));
+    }
+  }
+  return Value::object(entries);
+}
+
+sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** out) {
+  *out = nullptr;
+  auto error = [&](sl_status code, const std::string& message) {
+    api_set_error(ctx, message.data(), message.size());
+    return code;
+  };
+  const PluginRegistry* registry = g_registry.load();
+  if (!registry) return error(SL_FAILED_PRECONDITION, "no function registry");
+  Value spec_value = Value::borrow(spec);
+  Value name_value = spec_value;
+  Value given_args;
+  if (spec_value.is_object()) {
+    name_value = spec_value.get("name").value_or(Value());
+    given_args = spec_value.get("args").value_or(Value());
+  }
+  if (!name_value.is_string()) {
+    return error(SL_INVALID_ARGUMENT, "function spec must be a name or { name = ..., args = {...} }");
+  }
+  const FunctionInfo* fn = registry->find_function(name_value.as_str());
+  if (!fn) return error(SL_NOT_FOUND, fmt::format("unknown function '{}'", name_value.as_str()));
+  auto args = complete_args(*fn, given_args);
+  if (!args.is_ok()) return error(args.status().code(), args.status().message());
+  void* self = nullptr;
+  if (fn->def.bind) {
+    sl_function_init init{};
+    init.struct_size = sizeof init;
+    init.host = host_api_table();
+    init.ctx = ctx;
+    init.args = args->raw();
+    sl_status status = fn->def.bind(&init, &self);
+    if (status != SL_OK) return status;
+  }
+  *out = new sl_bound_function{fn, self, ctx};
+  return SL_OK;
+}
+
+int32_t api_function_kind(const sl_bound_function* fn) { return fn->info->kind; }
+
+sl_status api_function_call(sl_bound_function* fn, const sl_value* argv, uint32_t argc,
+                            sl_value* out) {
+  *out = sl_null();
+  if (argc < fn->info->min_arity || argc > fn->info->max_arity) {
+    std::string message = fmt::format("function '{}' takes {}..{} arguments, got {}",
+                                      fn->info->name, fn->info->min_arity, fn->info->max_arity, argc);
+    api_set_error(fn->ctx, message.data(), message.size());
+    return SL_INVALID_ARGUMENT;
+  }
+  return fn->info->def.call(fn->self, fn->ctx, argv, argc, out);
+}
+
+sl_status api_function_call_batch(sl_bound_function* fn, const sl_value* in, size_t count,
+                                  sl_value* out) {
+  if (fn->info->def.call_batch) return fn->info->def.call_batch(fn->self, fn->ctx, in, count, out);
+  for (size_t i = 0; i < count; ++i) {
+    sl_status status = fn->info->def.call(fn->self, fn->ctx, &in[i], 1, &out[i]);
+    if (status != SL_OK) {
+      for (size_t k = 0; k < i; ++k) value_release(out[k]);
+      return status;
+    }
+  }
+  return SL_OK;
+}
+
+void api_function_release(sl_bound_function* fn) {
+  if (!fn) return;
+  if (fn->info->def.unbind) fn->info->def.unbind(fn->self);
+  delete fn;
+}
+
+sl_host_api make_table() {
+  sl_host_api t{};
+  t.struct_size = sizeof t;
+  t.abi_major = SL_ABI_MAJOR;
+  t.abi_minor = SL_ABI_MINOR;
+  t.set_error = api_set_error;
+  t.log = api_log;
+  t.value_retain = value_retain;
+  t.value_release = value_release;
+  t.string_create = string_create;
+  t.bytes_create = bytes_create;
+  t.bytes_wrap = bytes_wrap;
+  t.array_create = array_create;
+  t.object_create = object_create;
+  t.value_str = value_str;
+  t.value_size = value_size;
+  t.value_at = value_at;
+  t.object_key_at = object_key_at;
+  t.object_get = object_get;
+  t.value_compare = value_compare;
+  t.value_hash = value_hash;
+  t.json_parse = api_json_parse;
+  t.json_dump = api_json_dump;
+  t.emit = api_emit;
+  t.emit_values = api_emit_values;
+  t.now_ns = api_now_ns;
+  t.timer_start = api_timer_start;
+  t.timer_cancel = api_timer_cancel;
+  t.post = api_post;
+  t.wake = api_wake;
+  t.set_backpressure = api_set_backpressure;
+  t.function_bind = api_function_bind;
+  t.function_kind = api_function_kind;
+  t.function_call = api_function_call;
+  t.function_call_batch = api_function_call_batch;
+  t.function_release = api_function_release;
+  t.node_id = api_node_id;
+  return t;
+}
+
+}  // namespace
+
+const sl_host_api* host_api_table() {
+  static const sl_host_api table = make_table();
+  return &table;
+}
+
+void set_function_registry(const PluginRegistry* registry) { g_registry.store(registry); }
+
+}  // namespace sluice::host

@@ -1,0 +1,4 @@
+target_sources(sluice_host_core PRIVATE
+  src/executor/task.cc
+  src/executor/host_api.cc
+  src/executor/internal_nodes.cc)

@@ -1,0 +1,410 @@
+#include "executor/task.hpp"
+
+#include "executor/host_api.hpp"
+#include "executor/internal_nodes.hpp"
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace sluice::host {
+
+Task::Task(const GraphSpec& spec, TaskOptions options)
+    : spec_(spec), options_(options), wakeup_(io_) {
+  nodes_.reserve(spec.nodes.size() + 8);
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const NodeSpec& n = spec.nodes[i];
+    NodeRuntime& rt = nodes_.emplace_back();
+    rt.ctx = {this, i};
+    rt.id = n.id;
+    rt.type = n.type;
+    rt.role = n.role;
+    rt.vt = &n.info->vtable;
+    rt.config = n.config;
+    rt.input_count = static_cast<uint32_t>(n.inputs.size());
+  }
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const NodeSpec& n = spec.nodes[i];
+    for (uint32_t k = 0; k < n.inputs.size(); ++k) {
+      auto from = spec.index_of(n.inputs[k].id);
+      if (from) nodes_[*from].consumers.push_back({i, k});
+    }
+    if (n.role == SL_ROLE_SOURCE) sources_.push_back(i);
+  }
+  order_ = spec.topo_order;
+}
+
+Task::~Task() {
+  abort_nodes();
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    NodeRuntime& n = nodes_[*it];
+    if (n.created && n.vt->destroy) {
+      try {
+        n.vt->destroy(n.self);
+      } catch (...) {
+        spdlog::error("node '{}' ({}): destroy let an exception escape", n.id, n.type);
+      }
+    }
+    n.created = false;
+  }
+}
+
+Status Task::replace_with_injector(std::string_view id) {
+  auto index = spec_.index_of(id);
+  if (!index || nodes_[*index].role != SL_ROLE_SOURCE) {
+    return Status(SL_NOT_FOUND, fmt::format("no source '{}' in the pipeline", id));
+  }
+  NodeRuntime& n = nodes_[*index];
+  n.vt = injected_source_type();
+  n.injected = true;
+  n.source_state = SL_SOURCE_IDLE;
+  return Status::ok();
+}
+
+Result<size_t> Task::attach_capture(std::string_view id) {
+  auto index = spec_.index_of(id);
+  if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
+  if (nodes_[*index].role == SL_ROLE_SINK) {
+    // A sink has no output: capture what reaches it instead.
+    return Status(SL_INVALID_ARGUMENT,
+                  fmt::format("node '{}' is a sink and emits nothing; capture its input node", id));
+  }
+  size_t capture = nodes_.size();
+  NodeRuntime& c = nodes_.emplace_back();
+  c.ctx = {this, capture};
+  c.id = fmt::format("capture:{}", id);
+  c.type = "capture";
+  c.role = SL_ROLE_SINK;
+  c.vt = capture_sink_type();
+  c.input_count = 1;
+  nodes_[*index].consumers.push_back({capture, 0});
+  order_.push_back(capture);
+  return capture;
+}
+
+template <class F>
+sl_status Task::invoke(size_t node, const char* what, F&& call) {
+  sl_status status;
+  try {
+    status = call();
+  } catch (const std::exception& e) {
+    nodes_[node].error = fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
+    status = SL_INTERNAL;
+  } catch (...) {
+    nodes_[node].error = "plugin let an exception escape (an ABI violation)";
+    status = SL_INTERNAL;
+  }
+  if (status != SL_OK && status != SL_CANCELLED) fail(node, what, status);
+  return status;
+}
+
+void Task::fail(size_t node, const char* what, sl_status status) {
+  if (failure_) return;  // the first failure is the one reported; callers propagate it
+  NodeRuntime& n = nodes_[node];
+  n.counters->errors.fetch_add(1, std::memory_order_relaxed);
+  std::string message = n.error.empty() ? "(no message)" : n.error;
+  failure_ = Status(status, fmt::format("node '{}' ({}): {} failed: {}: {}", n.id, n.type, what,
+                                        sl_status_name(status), message));
+  accepting_posts_ = false;
+  guard_.reset();
+  io_.stop();
+}
+
+Status Task::create() {
+  for (size_t i : order_) {
+    NodeRuntime& n = nodes_[i];
+    sl_node_init init{};
+    init.struct_size = sizeof init;
+    init.host = host_api_table();
+    init.ctx = &n.ctx;
+    init.config = n.config.raw();
+    init.input_count = n.input_count;
+    init.task_index = options_.task_index;
+    init.task_count = options_.task_count;
+    void* self = nullptr;
+    if (invoke(i, "create", [&] { return n.vt->create(&init, &self); }) != SL_OK) {
+      return *failure_;
+    }
+    n.self = self;
+    n.created = true;
+  }
+  return Status::ok();
+}
+
+Status Task::start() {
+  for (size_t i : order_) {
+    NodeRuntime& n = nodes_[i];
+    if (!n.vt->start) continue;
+    if (invoke(i, "start", [&] { return n.vt->start(n.self, &n.ctx); }) != SL_OK) return *failure_;
+  }
+  started_ = true;
+  return Status::ok();
+}
+
+sl_status Task::emit(size_t from, const sl_message* messages, size_t count) {
+  if (failure_) return SL_CANCELLED;
+  NodeRuntime& src = nodes_[from];
+  if (count == 0) return SL_OK;
+  src.counters->messages_out.fetch_add(count, std::memory_order_relaxed);
+  sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
+  for (const Consumer& c : src.consumers) {
+    NodeRuntime& dst = nodes_[c.node];
+    if (dst.ended) continue;
+    dst.counters->messages_in.fetch_add(count, std::memory_order_relaxed);
+    sl_status status = invoke(c.node, "process",
+                              [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); });
+    if (status != SL_OK) return status;
+  }
+  return SL_OK;
+}
+
+sl_status Task::emit_values(size_t from, const sl_value* values, size_t count) {
+  // Per-node scratch: no other emit of this node can run while this one does
+  // (the graph is acyclic), so the buffer is never clobbered by nesting.
+  std::vector<sl_message>& scratch = nodes_[from].scratch;
+  scratch.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    scratch[i] = sl_message{values[i], sl_null(), sl_null(), SL_NO_TIMESTAMP, 0};
+  }
+  return emit(from, scratch.data(), count);
+}
+
+sl_status Task::timer_start(size_t node, uint64_t timer_id, int64_t delay_ns) {
+  if (nodes_[node].ended) return SL_FAILED_PRECONDITION;
+  timers_.arm(node, timer_id, options_.clock->monotonic_ns() + std::max<int64_t>(delay_ns, 0));
+  rearm_wakeup();
+  return SL_OK;
+}
+
+void Task::timer_cancel(size_t node, uint64_t timer_id) {
+  timers_.cancel(node, timer_id);
+  rearm_wakeup();
+}
+
+sl_status Task::post(size_t node, sl_task_fn fn, void* arg) {
+  if (!accepting_posts_) return SL_CANCELLED;
+  boost::asio::post(io_, [this, node, fn, arg] {
+    if (failure_) return;
+    fn(&nodes_[node].ctx, arg);
+  });
+  return SL_OK;
+}
+
+void Task::wake(size_t node) {
+  if (!accepting_posts_) return;
+  boost::asio::post(io_, [this, node] {
+    NodeRuntime& n = nodes_[node];
+    if (!n.ended && n.source_state == SL_SOURCE_IDLE && !n.injected) n.source_state = SL_SOURCE_MORE;
+    schedule_poll();
+  });
+}
+
+void Task::set_backpressure(size_t node, bool full) {
+  NodeRuntime& n = nodes_[node];
+  if (n.backpressured == full) return;
+  n.backpressured = full;
+  if (full) {
+    ++backpressure_count_;
+  } else {
+    --backpressure_count_;
+    schedule_poll();
+  }
+}
+
+void Task::schedule_poll() {
+  if (poll_scheduled_ || failure_) return;
+  poll_scheduled_ = true;
+  boost::asio::post(io_, [this] {
+    poll_scheduled_ = false;
+    poll_round();
+  });
+}
+
+void Task::poll_round() {
+  if (failure_ || backpressure_count_ > 0) return;
+  bool any_more = false;
+  // Rotate the starting source so one busy source cannot starve the others.
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    size_t i = sources_[(next_source_ + k) % sources_.size()];
+    NodeRuntime& n = nodes_[i];
+    if (n.ended || n.source_state != SL_SOURCE_MORE) continue;
+    int32_t state = SL_SOURCE_MORE;
+    sl_status status = invoke(i, "poll", [&] {
+      return n.vt->poll(n.self, &n.ctx, options_.batch_size, &state);
+    });
+    if (failure_) return;
+    if (status == SL_CANCELLED) state = SL_SOURCE_DONE;
+    n.source_state = state;
+    if (state == SL_SOURCE_DONE) {
+      end_node(i);
+      if (failure_) return;
+    } else if (state == SL_SOURCE_MORE) {
+      any_more = true;
+    }
+    if (backpressure_count_ > 0) break;
+  }
+  if (!sources_.empty()) next_source_ = (next_source_ + 1) % sources_.size();
+  // Yield to timers and posted work between rounds instead of looping here.
+  if (any_more) schedule_poll();
+  on_state_change();
+}
+
+void Task::end_node(size_t index) {
+  NodeRuntime& n = nodes_[index];
+  if (n.ended) return;
+  n.ended = true;
+  timers_.cancel_node(index);
+  for (const Consumer& c : n.consumers) {
+    NodeRuntime& dst = nodes_[c.node];
+    if (dst.ended) continue;
+    ++dst.inputs_ended;
+    if (dst.vt->on_input_end &&
+        invoke(c.node, "on_input_end",
+               [&] { return dst.vt->on_input_end(dst.self, &dst.ctx, c.input); }) != SL_OK) {
+      return;
+    }
+    if (dst.inputs_ended == dst.input_count) {
+      if (dst.vt->finish &&
+          invoke(c.node, "finish", [&] { return dst.vt->finish(dst.self, &dst.ctx); }) != SL_OK) {
+        return;
+      }
+      end_node(c.node);
+      if (failure_) return;
+    }
+  }
+}
+
+bool Task::complete() const {
+  return std::all_of(nodes_.begin(), nodes_.end(), [](const NodeRuntime& n) { return n.ended; });
+}
+
+void Task::on_state_change() {
+  if (!failure_ && complete()) {
+    accepting_posts_ = false;
+    guard_.reset();
+    wakeup_.cancel();
+    io_.stop();
+  }
+}
+
+void Task::fire_due_timers(int64_t now) {
+  while (!failure_) {
+    auto due = timers_.pop_due(now);
+    if (!due) break;
+    NodeRuntime& n = nodes_[due->node];
+    if (n.ended || !n.vt->on_timer) continue;
+    invoke(due->node, "on_timer", [&] { return n.vt->on_timer(n.self, &n.ctx, due->timer_id); });
+  }
+}
+
+void Task::rearm_wakeup() {
+  if (options_.clock->is_virtual()) return;
+  auto next = timers_.next_deadline();
+  if (!next) return;
+  wakeup_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(*next)));
+  wakeup_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // re-armed or cancelled
+    fire_due_timers(options_.clock->monotonic_ns());
+    rearm_wakeup();
+    on_state_change();
+  });
+}
+
+Status Task::run() {
+  guard_.emplace(io_.get_executor());
+  schedule_poll();
+  rearm_wakeup();
+  boost::asio::post(io_, [this] { on_state_change(); });
+  io_.run();
+  if (failure_) return *failure_;
+  return Status::ok();
+}
+
+void Task::request_stop() {
+  boost::asio::post(io_, [this] {
+    if (draining_ || failure_) return;
+    draining_ = true;
+    spdlog::info("task {}: stopping: ending sources and draining", options_.task_index);
+    for (size_t i : sources_) {
+      end_node(i);
+      if (failure_) return;
+    }
+    on_state_change();
+  });
+}
+
+void Task::abort_nodes() {
+  // After a failure, give every live node a chance to release external
+  // resources; finish() is not called because the graph is not drained.
+  if (!failure_) return;
+  for (size_t i : order_) {
+    NodeRuntime& n = nodes_[i];
+    if (n.created && !n.ended && n.vt->stop) {
+      try {
+        n.vt->stop(n.self, &n.ctx);
+      } catch (...) {
+        spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
+      }
+    }
+  }
+}
+
+// -- test mode ---------------------------------------------------------------
+
+Status Task::inject(std::string_view source_id, const Value& value) {
+  auto index = spec_.index_of(source_id);
+  if (!index || !nodes_[*index].injected) {
+    return Status(SL_NOT_FOUND, fmt::format("'{}' is not an injected source", source_id));
+  }
+  if (nodes_[*index].ended) {
+    return Status(SL_FAILED_PRECONDITION, fmt::format("source '{}' has already ended", source_id));
+  }
+  sl_value raw = value.raw();
+  emit_values(*index, &raw, 1);
+  if (failure_) return *failure_;
+  return run_until_idle();
+}
+
+Status Task::run_until_idle() {
+  while (!failure_) {
+    io_.restart();
+    size_t handled = io_.poll();
+    bool ready = std::any_of(sources_.begin(), sources_.end(), [&](size_t i) {
+      return !nodes_[i].ended && nodes_[i].source_state == SL_SOURCE_MORE;
+    });
+    if (ready && backpressure_count_ == 0) {
+      schedule_poll();
+      continue;
+    }
+    if (handled == 0) break;
+  }
+  if (failure_) return *failure_;
+  return Status::ok();
+}
+
+Status Task::advance_to(VirtualClock& clock, int64_t now_ns) {
+  while (!failure_) {
+    auto next = timers_.next_deadline();
+    if (!next || *next > now_ns) break;
+    clock.set(std::max(*next, clock.monotonic_ns()));
+    fire_due_timers(clock.monotonic_ns());
+    SLUICE_RETURN_IF_ERROR(run_until_idle());
+  }
+  if (failure_) return *failure_;
+  clock.set(std::max(now_ns, clock.monotonic_ns()));
+  return run_until_idle();
+}
+
+Status Task::end_sources() {
+  SLUICE_RETURN_IF_ERROR(run_until_idle());
+  for (size_t i : sources_) {
+    end_node(i);
+    if (failure_) return *failure_;
+  }
+  return run_until_idle();
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,167 @@
+// A task: one instance of the graph, run by one executor thread on its own
+// io_context (DESIGN.md "Execution model"). Operator code never needs locks:
+// every callback of every node of a task runs on this one thread.
+//
+// Data moves depth-first: a node's emit() calls each consumer's process()
+// before returning, in config order, so nothing waits "between" nodes and
+// runs are deterministic. Sources are polled in rounds while downstream has
+// room (no node has signalled back-pressure); between rounds the io_context
+// runs timers and work posted from other threads.
+#pragma once
+
+#include "common/result.hpp"
+#include "config/graph_spec.hpp"
+#include "executor/clock.hpp"
+#include "executor/timer_queue.hpp"
+#include "value/value.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <sluice/sluice.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+class Task;
+}
+
+// The C ABI's opaque context: which node of which task a callback belongs to.
+struct sl_context {
+  sluice::host::Task* task;
+  size_t node;
+};
+
+namespace sluice::host {
+
+struct Consumer {
+  size_t node;
+  uint32_t input;
+};
+
+// Per-node counters, written by the task thread only and readable elsewhere.
+struct NodeCounters {
+  std::atomic<uint64_t> messages_in{0};
+  std::atomic<uint64_t> messages_out{0};
+  std::atomic<uint64_t> errors{0};
+};
+
+struct NodeRuntime {
+  sl_context ctx{};
+  std::string id;
+  std::string type;
+  int32_t role = 0;
+  const sl_node_type* vt = nullptr;  // the plugin's callbacks (or a host-internal table)
+  void* self = nullptr;
+  Value config;
+  uint32_t input_count = 0;
+  uint32_t inputs_ended = 0;
+  std::vector<Consumer> consumers;
+  int32_t source_state = SL_SOURCE_MORE;
+  bool created = false;
+  bool ended = false;
+  bool backpressured = false;
+  bool injected = false;        // a test-mode source fed by the test driver
+  std::string error;            // last message from set_error
+  std::vector<sl_message> scratch;  // emit_values builds messages here
+  std::vector<Value> captured;  // capture nodes (test mode) record their input here
+  std::unique_ptr<NodeCounters> counters = std::make_unique<NodeCounters>();
+};
+
+struct TaskOptions {
+  uint32_t batch_size = 1024;
+  uint32_t task_index = 0;
+  uint32_t task_count = 1;
+  const Clock* clock = nullptr;  // required; VirtualClock for test mode
+};
+
+class Task {
+ public:
+  Task(const GraphSpec& spec, TaskOptions options);
+  ~Task();
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  // Test mode, before create(): make source `id` one that the caller feeds with
+  // inject(), and record what node `id` emits (captured()).
+  Status replace_with_injector(std::string_view id);
+  Result<size_t> attach_capture(std::string_view id);
+
+  // Creates every node instance (in topological order). Errors name the node.
+  Status create();
+  // Calls start on every node.
+  Status start();
+
+  // Runs until every node has ended, the task failed, or stop was requested and
+  // the drain finished. Returns the failure, if any. Real clock only.
+  Status run();
+  // Thread-safe: end the sources and drain (finish every node, flush sinks).
+  void request_stop();
+
+  // -- test mode (virtual clock), on the caller's thread --------------------
+  Status inject(std::string_view source_id, const Value& value);
+  // Fires every timer due up to `now_ns` in deadline order, moving the clock
+  // to each deadline first; then sets the clock to now_ns.
+  Status advance_to(VirtualClock& clock, int64_t now_ns);
+  // Runs posted work and polls ready sources until nothing is ready.
+  Status run_until_idle();
+  // Ends every source (injected ones included) and drains the graph.
+  Status end_sources();
+  [[nodiscard]] const std::vector<Value>& captured(size_t capture) const {
+    return nodes_[capture].captured;
+  }
+
+  [[nodiscard]] bool complete() const;
+  [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
+  [[nodiscard]] const std::vector<NodeRuntime>& nodes() const { return nodes_; }
+
+  // -- the host API's view (task thread) ------------------------------------
+  sl_status emit(size_t node, const sl_message* messages, size_t count);
+  sl_status emit_values(size_t node, const sl_value* values, size_t count);
+  NodeRuntime& node(size_t index) { return nodes_[index]; }
+  const Clock& clock() const { return *options_.clock; }
+  sl_status timer_start(size_t node, uint64_t timer_id, int64_t delay_ns);
+  void timer_cancel(size_t node, uint64_t timer_id);
+  sl_status post(size_t node, sl_task_fn fn, void* arg);  // thread-safe
+  void wake(size_t node);                                 // thread-safe
+  void set_backpressure(size_t node, bool full);
+  const TaskOptions& options() const { return options_; }
+
+ private:
+  // Calls a plugin callback, turning a failure (status or escaped exception)
+  // into the task's failure, reported once with the node id.
+  template <class F>
+  sl_status invoke(size_t node, const char* what, F&& call);
+  void fail(size_t node, const char* what, sl_status status);
+  void schedule_poll();
+  void poll_round();
+  void end_node(size_t node);
+  void fire_due_timers(int64_t now);
+  void rearm_wakeup();
+  void on_state_change();
+  void abort_nodes();
+
+  const GraphSpec& spec_;
+  TaskOptions options_;
+  std::vector<NodeRuntime> nodes_;  // spec nodes in spec order, then capture nodes
+  std::vector<size_t> order_;       // creation / finish order (topological)
+  std::vector<size_t> sources_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
+  boost::asio::steady_timer wakeup_;
+  TimerQueue timers_;
+  std::optional<Status> failure_;
+  std::atomic<bool> accepting_posts_{true};
+  bool poll_scheduled_ = false;
+  bool draining_ = false;
+  bool started_ = false;
+  uint32_t backpressure_count_ = 0;
+  size_t next_source_ = 0;  // round-robin start
+};
+
+}  // namespace sluice::host

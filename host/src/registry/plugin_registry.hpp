@@ -1,0 +1,106 @@
+// The plugin registry: every node type and named function the loaded plugins
+// provide, indexed by name. Descriptors are copied into host-side structs at
+// registration, reading only the fields inside each struct's struct_size, so an
+// older plugin with smaller structs works and the rest of the host never has
+// to think about ABI versions.
+#pragma once
+
+#include "common/result.hpp"
+
+#include <sluice/sluice.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::host {
+
+struct PluginInfo;
+
+struct ParamInfo {
+  std::string name;
+  int32_t type = 0;  // SL_PARAM_*
+  bool required = false;
+  std::optional<std::string> default_json;
+  std::string doc;
+};
+
+struct NodeTypeInfo {
+  std::string name;
+  std::string doc;
+  int32_t role = 0;  // SL_ROLE_*
+  std::vector<ParamInfo> params;
+  uint32_t flags = 0;
+  int32_t min_inputs = 0;
+  int32_t max_inputs = 0;
+  sl_node_type vtable{};  // full-size copy; fields the plugin did not have are null
+  const PluginInfo* plugin = nullptr;
+
+  [[nodiscard]] const ParamInfo* find_param(std::string_view key) const;
+};
+
+struct FunctionInfo {
+  std::string name;
+  std::string doc;
+  int32_t kind = 0;  // SL_FUNCTION_*
+  std::vector<ParamInfo> params;
+  uint32_t min_arity = 1;
+  uint32_t max_arity = 1;
+  sl_function_def def{};  // full-size copy
+  const PluginInfo* plugin = nullptr;
+
+  [[nodiscard]] const ParamInfo* find_param(std::string_view key) const;
+};
+
+struct PluginInfo {
+  std::string name;
+  std::string version;
+  std::string doc;
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  std::filesystem::path file;  // "<builtin>" for plugins compiled into the host
+  std::shared_ptr<void> library;  // keeps the shared object mapped
+  std::vector<const NodeTypeInfo*> node_types;
+  std::vector<const FunctionInfo*> functions;
+};
+
+// Human name of a role / param type / function kind, as used in messages and docs.
+std::string_view role_name(int32_t role);
+std::string_view param_type_name(int32_t type);
+std::string_view function_kind_name(int32_t kind);
+
+class PluginRegistry {
+ public:
+  PluginRegistry() = default;
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  // Checks and registers a plugin's descriptor. All or nothing: a plugin with
+  // one bad or duplicate entry is refused whole, with an error naming `file`
+  // (and the other plugin's file for duplicates). `library` keeps the code
+  // mapped as long as the registry lives.
+  Status add_plugin(const sl_plugin* descriptor, const std::filesystem::path& file,
+                    std::shared_ptr<void> library);
+
+  [[nodiscard]] const NodeTypeInfo* find_node_type(std::string_view name) const;
+  [[nodiscard]] const FunctionInfo* find_function(std::string_view name) const;
+  [[nodiscard]] const std::vector<std::unique_ptr<PluginInfo>>& plugins() const {
+    return plugins_;
+  }
+  // Sorted names, for "valid types are: ..." messages.
+  [[nodiscard]] std::vector<std::string> node_type_names(int32_t role) const;
+  [[nodiscard]] std::vector<std::string> function_names() const;
+
+ private:
+  std::vector<std::unique_ptr<PluginInfo>> plugins_;
+  std::vector<std::unique_ptr<NodeTypeInfo>> node_types_;
+  std::vector<std::unique_ptr<FunctionInfo>> functions_;
+  std::map<std::string, const NodeTypeInfo*, std::less<>> node_types_by_name_;
+  std::map<std::string, const FunctionInfo*, std::less<>> functions_by_name_;
+};
+
+}  // namespace sluice::host
