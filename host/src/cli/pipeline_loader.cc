@@ -1,0 +1,56 @@
+#include "cli/pipeline_loader.hpp"
+
+#include "config/config_validator.hpp"
+#include "executor/host_api.hpp"
+#include "registry/plugin_loader.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace sluice::host {
+
+std::unique_ptr<PluginRegistry> load_plugins(const std::vector<std::filesystem::path>& dirs,
+                                             bool print_problems) {
+  auto registry = std::make_unique<PluginRegistry>();
+  PluginLoader loader(*registry, host_api_table());
+  auto problems = loader.load_search_path(plugin_search_path(dirs));
+  if (print_problems) {
+    for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
+  }
+  set_function_registry(registry.get());
+  if (!problems.empty()) return nullptr;
+  return registry;
+}
+
+std::optional<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
+                                            const std::vector<std::filesystem::path>& extra_dirs,
+                                            bool strip_tests) {
+  auto print = [](const std::vector<Diagnostic>& diagnostics) {
+    for (const auto& d : diagnostics) fmt::print(stderr, "{}\n", d.to_string());
+  };
+  auto parsed = parse_config_file(config);
+  print(parsed.diagnostics);
+  if (!parsed.ok() || parsed.has_errors()) return std::nullopt;
+  ConfigDocument& doc = *parsed.value;
+  if (strip_tests) doc.root.erase("tests");
+
+  auto dirs = config_plugin_dirs(doc);
+  print(dirs.diagnostics);
+  if (!dirs.ok() || dirs.has_errors()) return std::nullopt;
+  std::vector<std::filesystem::path> all_dirs = *dirs.value;
+  all_dirs.insert(all_dirs.end(), extra_dirs.begin(), extra_dirs.end());
+
+  LoadedPipeline out;
+  out.registry = load_plugins(all_dirs);
+  if (!out.registry) return std::nullopt;
+
+  auto validated = validate_config(doc, *out.registry);
+  print(validated.diagnostics);
+  if (!validated.ok() || validated.has_errors()) return std::nullopt;
+  out.spec = std::move(*validated.value);
+  out.document = std::move(doc);
+  return out;
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,105 @@
+#include "cli/plugins_command.hpp"
+
+#include "value/json.hpp"
+
+#include <fmt/format.h>
+
+namespace sluice::host {
+namespace {
+
+std::string param_line(const ParamInfo& p) {
+  std::string requirement = p.required ? "required"
+                            : p.default_json ? fmt::format("default {}", *p.default_json)
+                                             : "optional";
+  return fmt::format("      {:<20} {:<12} {:<22} {}\n", p.name, param_type_name(p.type), requirement,
+                     p.doc);
+}
+
+std::string inputs_text(const NodeTypeInfo& t) {
+  if (t.role == SL_ROLE_SOURCE) return "no inputs";
+  if (t.max_inputs == SL_INPUTS_UNLIMITED) return fmt::format("{}+ inputs", t.min_inputs);
+  if (t.min_inputs == t.max_inputs) return fmt::format("{} input{}", t.min_inputs, t.min_inputs == 1 ? "" : "s");
+  return fmt::format("{}..{} inputs", t.min_inputs, t.max_inputs);
+}
+
+Value params_value(const std::vector<ParamInfo>& params) {
+  std::vector<Value> items;
+  for (const ParamInfo& p : params) {
+    std::vector<std::pair<std::string, Value>> e;
+    e.emplace_back("name", Value::string(p.name));
+    e.emplace_back("type", Value::string(param_type_name(p.type)));
+    e.emplace_back("required", Value::boolean(p.required));
+    if (p.default_json) {
+      auto d = json_parse(*p.default_json);
+      e.emplace_back("default", d.is_ok() ? d.value() : Value());
+    }
+    e.emplace_back("doc", Value::string(p.doc));
+    items.push_back(Value::object(e));
+  }
+  return Value::array(items);
+}
+
+}  // namespace
+
+std::string plugins_text(const PluginRegistry& registry) {
+  std::string out;
+  for (const auto& p : registry.plugins()) {
+    out += fmt::format("{} {} (ABI {}.{})  {}\n", p->name, p->version, p->abi_major, p->abi_minor,
+                       p->file.string());
+    if (!p->doc.empty()) out += fmt::format("  {}\n", p->doc);
+    for (const NodeTypeInfo* t : p->node_types) {
+      out += fmt::format("\n  {} {} ({}{})\n", role_name(t->role), t->name, inputs_text(*t),
+                         (t->flags & SL_NODE_STATEFUL) ? ", stateful" : "");
+      if (!t->doc.empty()) out += fmt::format("    {}\n", t->doc);
+      for (const ParamInfo& param : t->params) out += param_line(param);
+    }
+    for (const FunctionInfo* f : p->functions) {
+      out += fmt::format("\n  function {} ({})\n", f->name, function_kind_name(f->kind));
+      if (!f->doc.empty()) out += fmt::format("    {}\n", f->doc);
+      for (const ParamInfo& param : f->params) out += param_line(param);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string plugins_json(const PluginRegistry& registry) {
+  std::vector<Value> plugins;
+  for (const auto& p : registry.plugins()) {
+    std::vector<Value> types;
+    for (const NodeTypeInfo* t : p->node_types) {
+      std::vector<std::pair<std::string, Value>> e;
+      e.emplace_back("name", Value::string(t->name));
+      e.emplace_back("role", Value::string(role_name(t->role)));
+      e.emplace_back("doc", Value::string(t->doc));
+      e.emplace_back("min_inputs", Value::integer(t->min_inputs));
+      e.emplace_back("max_inputs", Value::integer(t->max_inputs));
+      e.emplace_back("stateful", Value::boolean((t->flags & SL_NODE_STATEFUL) != 0));
+      e.emplace_back("params", params_value(t->params));
+      types.push_back(Value::object(e));
+    }
+    std::vector<Value> fns;
+    for (const FunctionInfo* f : p->functions) {
+      std::vector<std::pair<std::string, Value>> e;
+      e.emplace_back("name", Value::string(f->name));
+      e.emplace_back("kind", Value::string(function_kind_name(f->kind)));
+      e.emplace_back("doc", Value::string(f->doc));
+      e.emplace_back("params", params_value(f->params));
+      fns.push_back(Value::object(e));
+    }
+    std::vector<std::pair<std::string, Value>> e;
+    e.emplace_back("name", Value::string(p->name));
+    e.emplace_back("version", Value::string(p->version));
+    e.emplace_back("abi", Value::string(fmt::format("{}.{}", p->abi_major, p->abi_minor)));
+    e.emplace_back("file", Value::string(p->file.string()));
+    e.emplace_back("doc", Value::string(p->doc));
+    e.emplace_back("node_types", Value::array(types));
+    e.emplace_back("functions", Value::array(fns));
+    plugins.push_back(Value::object(e));
+  }
+  std::vector<std::pair<std::string, Value>> root;
+  root.emplace_back("plugins", Value::array(plugins));
+  return json_dump(Value::object(root).raw()) + "\n";
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,209 @@
+#include "testing/pipeline_test.hpp"
+
+#include "config/detail/toml_util.hpp"
+#include "executor/clock.hpp"
+#include "executor/task.hpp"
+#include "value/json.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+
+namespace sluice::host {
+namespace {
+using config_detail::pos_of;
+using config_detail::to_value;
+
+Status error_at(const std::string& file, const toml::source_region& where, std::string message) {
+  SourcePos p = pos_of(file, where);
+  return Status(SL_INVALID_ARGUMENT, fmt::format("{}:{}:{}: error: {}", p.file, p.line, p.column, message));
+}
+
+Result<Value> json_value(const std::string& file, const toml::node& node) {
+  auto s = node.value<std::string>();
+  if (!s) return error_at(file, node.source(), "`json` must be a string holding a JSON document");
+  auto parsed = json_parse(*s);
+  if (!parsed.is_ok()) return error_at(file, node.source(), parsed.status().message());
+  return parsed;
+}
+
+Result<TestStep> parse_step(const std::string& file, const toml::node& node) {
+  const toml::table* t = node.as_table();
+  if (!t) return error_at(file, node.source(), "a step must be a table: { source = \"ID\", value = ... }, { source = \"ID\", json = \"...\" } or { advance_ms = N }");
+  for (auto&& [k, v] : *t) {
+    if (k != "source" && k != "value" && k != "json" && k != "advance_ms") {
+      return error_at(file, v.source(), fmt::format("unknown step key '{}' (valid: source, value, json, advance_ms)", k.str()));
+    }
+  }
+  if (const toml::node* adv = t->get("advance_ms")) {
+    auto ms = adv->value<int64_t>();
+    if (!ms || *ms < 0 || t->size() != 1) {
+      return error_at(file, adv->source(), "`advance_ms` must be a non-negative integer, alone in its step");
+    }
+    return TestStep{TestAdvance{*ms}};
+  }
+  const toml::node* src = t->get("source");
+  if (!src || !src->is_string()) return error_at(file, node.source(), "a delivery needs `source = \"ID\"`");
+  const toml::node* value = t->get("value");
+  const toml::node* json = t->get("json");
+  if ((value != nullptr) == (json != nullptr)) {
+    return error_at(file, node.source(), "a delivery needs exactly one of `value` or `json`");
+  }
+  TestDelivery d;
+  d.source = *src->value<std::string>();
+  d.pos = pos_of(file, node.source());
+  if (value) {
+    d.value = to_value(*value);
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(d.value, json_value(file, *json));
+  }
+  return TestStep{std::move(d)};
+}
+
+Status parse_expectations(const std::string& file, const toml::node& node, bool as_json, TestCase& tc) {
+  const toml::table* t = node.as_table();
+  if (!t) return error_at(file, node.source(), "`expect` must be a table: node id = [outputs...]");
+  for (auto&& [k, v] : *t) {
+    const toml::array* a = v.as_array();
+    if (!a) return error_at(file, v.source(), fmt::format("expected outputs of '{}' must be an array", k.str()));
+    auto& list = tc.expected[std::string(k.str())];
+    if (!list.empty()) return error_at(file, v.source(), fmt::format("outputs of '{}' given twice", k.str()));
+    for (const toml::node& item : *a) {
+      if (as_json) {
+        SLUICE_ASSIGN_OR_RETURN(Value parsed, json_value(file, item));
+        list.push_back(std::move(parsed));
+      } else {
+        list.push_back(to_value(item));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Result<TestCase> parse_case(const std::string& file, const toml::node& node) {
+  const toml::table* t = node.as_table();
+  if (!t) return error_at(file, node.source(), "each [[tests]] entry must be a table");
+  TestCase tc;
+  tc.pos = pos_of(file, node.source());
+  for (auto&& [k, v] : *t) {
+    std::string_view key = k.str();
+    if (key == "name") {
+      if (!v.is_string()) return error_at(file, v.source(), "`name` must be a string");
+      tc.name = *v.value<std::string>();
+    } else if (key == "start_time_ms") {
+      auto ms = v.value<int64_t>();
+      if (!ms) return error_at(file, v.source(), "`start_time_ms` must be an integer");
+      tc.start_time_ms = *ms;
+    } else if (key == "inject") {
+      const toml::array* a = v.as_array();
+      if (!a) return error_at(file, v.source(), "`inject` must be an array of source ids");
+      for (const toml::node& id : *a) {
+        if (!id.is_string()) return error_at(file, id.source(), "`inject` must be an array of source ids");
+        tc.injected.push_back(*id.value<std::string>());
+      }
+    } else if (key == "steps") {
+      const toml::array* a = v.as_array();
+      if (!a) return error_at(file, v.source(), "`steps` must be an array of tables");
+      for (const toml::node& s : *a) {
+        SLUICE_ASSIGN_OR_RETURN(TestStep step, parse_step(file, s));
+        if (auto* d = std::get_if<TestDelivery>(&step);
+            d && std::find(tc.injected.begin(), tc.injected.end(), d->source) == tc.injected.end()) {
+          tc.injected.push_back(d->source);
+        }
+        tc.steps.push_back(std::move(step));
+      }
+    } else if (key == "expect" || key == "expect_json") {
+      SLUICE_RETURN_IF_ERROR(parse_expectations(file, v, key == "expect_json", tc));
+    } else {
+      return error_at(file, v.source(), fmt::format("unknown test key '{}' (valid: name, start_time_ms, inject, steps, expect, expect_json)", key));
+    }
+  }
+  if (tc.name.empty()) return error_at(file, node.source(), "a test needs a `name`");
+  if (tc.expected.empty()) return error_at(file, node.source(), fmt::format("test '{}' expects nothing: add `[tests.expect]` with node id = [outputs]", tc.name));
+  return tc;
+}
+
+std::string show(const Value& v) { return json_dump(v.raw()); }
+
+// A positional diff: every index of the longer list, marking mismatches.
+std::string diff(const std::string& node, const std::vector<Value>& expected,
+                 const std::vector<Value>& actual) {
+  std::string out = fmt::format("  node '{}': expected {} output{}, got {}\n", node, expected.size(),
+                                expected.size() == 1 ? "" : "s", actual.size());
+  for (size_t i = 0; i < std::max(expected.size(), actual.size()); ++i) {
+    bool have_e = i < expected.size(), have_a = i < actual.size();
+    if (have_e && have_a && expected[i] == actual[i]) {
+      out += fmt::format("      #{:<3} {}\n", i, show(actual[i]));
+      continue;
+    }
+    if (have_e) out += fmt::format("    - #{:<3} {}\n", i, show(expected[i]));
+    if (have_a) out += fmt::format("    + #{:<3} {}\n", i, show(actual[i]));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<TestCase>> load_test_cases(const std::filesystem::path& path) {
+  std::string file = path.string();
+  toml::table root;
+  try {
+    root = toml::parse_file(file);
+  } catch (const toml::parse_error& e) {
+    return error_at(file, e.source(), std::string(e.description()));
+  }
+  const toml::node* tests = root.get("tests");
+  if (!tests || !tests->is_array_of_tables()) {
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: error: no [[tests]] in the file", file));
+  }
+  std::vector<TestCase> out;
+  for (const toml::node& t : *tests->as_array()) {
+    SLUICE_ASSIGN_OR_RETURN(TestCase tc, parse_case(file, t));
+    out.push_back(std::move(tc));
+  }
+  return out;
+}
+
+TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
+  VirtualClock clock(test.start_time_ms * 1'000'000);
+  Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &clock});
+  auto failed = [](const std::string& why) { return TestOutcome{false, "  " + why + "\n"}; };
+  for (const std::string& id : test.injected) {
+    if (Status s = task.replace_with_injector(id); !s.is_ok()) return failed(s.message());
+  }
+  std::map<std::string, size_t> captures;
+  for (const auto& [node, _] : test.expected) {
+    auto c = task.attach_capture(node);
+    if (!c.is_ok()) return failed(c.status().message());
+    captures[node] = c.value();
+  }
+  Status s = task.create();
+  if (s.is_ok()) s = task.start();
+  if (s.is_ok()) s = task.run_until_idle();
+  for (size_t i = 0; s.is_ok() && i < test.steps.size(); ++i) {
+    if (const auto* d = std::get_if<TestDelivery>(&test.steps[i])) {
+      s = task.inject(d->source, d->value);
+    } else {
+      const auto& a = std::get<TestAdvance>(test.steps[i]);
+      s = task.advance_to(clock, clock.monotonic_ns() + a.ms * 1'000'000);
+    }
+    if (!s.is_ok()) return failed(fmt::format("step #{}: {}", i, s.message()));
+  }
+  if (s.is_ok()) s = task.end_sources();
+  if (!s.is_ok()) return failed(s.message());
+
+  TestOutcome outcome{true, ""};
+  for (const auto& [node, expected] : test.expected) {
+    const auto& actual = task.captured(captures[node]);
+    bool same = expected.size() == actual.size() &&
+                std::equal(expected.begin(), expected.end(), actual.begin());
+    if (!same) {
+      outcome.passed = false;
+      outcome.report += diff(node, expected, actual);
+    }
+  }
+  return outcome;
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,50 @@
+// Pipeline tests (`sluiced test`), after `vector test` and Kafka Streams'
+// TopologyTestDriver: run the real graph with chosen sources replaced by
+// injected input, on a virtual clock, and compare what chosen nodes emit.
+// The file format is documented in docs/TESTING.md.
+#pragma once
+
+#include "common/result.hpp"
+#include "config/graph_spec.hpp"
+#include "value/value.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace sluice::host {
+
+struct TestDelivery {
+  std::string source;
+  Value value;
+  SourcePos pos;
+};
+struct TestAdvance {
+  int64_t ms = 0;
+};
+using TestStep = std::variant<TestDelivery, TestAdvance>;
+
+struct TestCase {
+  std::string name;
+  SourcePos pos;
+  int64_t start_time_ms = 0;
+  std::vector<std::string> injected;  // sources fed by the steps (plus `inject`)
+  std::vector<TestStep> steps;
+  std::map<std::string, std::vector<Value>> expected;  // node id -> outputs in order
+};
+
+// Reads the [[tests]] of a TOML file. Errors carry file:line:col.
+Result<std::vector<TestCase>> load_test_cases(const std::filesystem::path& file);
+
+struct TestOutcome {
+  bool passed = false;
+  std::string report;  // readable diff when it failed, or the runtime error
+};
+
+// Runs one case on a fresh task of `spec`.
+TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test);
+
+}  // namespace sluice::host

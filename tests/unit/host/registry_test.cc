@@ -1,0 +1,139 @@
+// The registry's checks on plugin descriptors, through the same add_plugin
+// path a dlopen'ed plugin takes.
+#include "registry/plugin_registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace sluice::host {
+namespace {
+
+sl_status noop_create(const sl_node_init*, void** self) {
+  *self = nullptr;
+  return SL_OK;
+}
+void noop_destroy(void*) {}
+sl_status noop_process(void*, sl_context*, uint32_t, const sl_batch*) { return SL_OK; }
+
+const sl_param k_params[] = {
+    {sizeof(sl_param), "n", SL_PARAM_INT, 0, "3", "how many"},
+};
+
+sl_node_type make_operator(const char* name) {
+  sl_node_type t{};
+  t.struct_size = sizeof t;
+  t.role = SL_ROLE_OPERATOR;
+  t.name = name;
+  t.doc = "test operator";
+  t.params = k_params;
+  t.param_count = 1;
+  t.min_inputs = 1;
+  t.max_inputs = 1;
+  t.create = noop_create;
+  t.destroy = noop_destroy;
+  t.process = noop_process;
+  return t;
+}
+
+sl_plugin make_plugin(const char* name, const sl_node_type* const* types, uint32_t count) {
+  sl_plugin p{};
+  p.struct_size = sizeof p;
+  p.abi_major = SL_ABI_MAJOR;
+  p.abi_minor = SL_ABI_MINOR;
+  p.name = name;
+  p.version = "1.0";
+  p.node_types = types;
+  p.node_type_count = count;
+  return p;
+}
+
+TEST(Registry, RegistersNodeTypesWithTheirParams) {
+  PluginRegistry registry;
+  sl_node_type op = make_operator("twice");
+  const sl_node_type* types[] = {&op};
+  sl_plugin p = make_plugin("p", types, 1);
+  ASSERT_TRUE(registry.add_plugin(&p, "/x/libp.so", nullptr).is_ok());
+  const NodeTypeInfo* info = registry.find_node_type("twice");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->plugin->file, "/x/libp.so");
+  ASSERT_EQ(info->params.size(), 1u);
+  EXPECT_EQ(*info->params[0].default_json, "3");
+}
+
+TEST(Registry, RefusesAnotherAbiMajorNamingBothVersions) {
+  PluginRegistry registry;
+  sl_plugin p = make_plugin("p", nullptr, 0);
+  p.abi_major = SL_ABI_MAJOR + 1;
+  Status s = registry.add_plugin(&p, "/x/libnew.so", nullptr);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("/x/libnew.so: plugin was built for sluice ABI 2.0, this host speaks ABI 1.0"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(Registry, RefusesADuplicateTypeNamingBothFilesAndKeepsTheFirst) {
+  PluginRegistry registry;
+  sl_node_type a = make_operator("same"), b = make_operator("same");
+  const sl_node_type* ta[] = {&a};
+  const sl_node_type* tb[] = {&b};
+  sl_plugin pa = make_plugin("first", ta, 1), pb = make_plugin("second", tb, 1);
+  ASSERT_TRUE(registry.add_plugin(&pa, "/x/libfirst.so", nullptr).is_ok());
+  Status s = registry.add_plugin(&pb, "/y/libsecond.so", nullptr);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("/y/libsecond.so: node type 'same' is already provided by plugin "
+                             "'first' (/x/libfirst.so)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(registry.plugins().size(), 1u);
+  EXPECT_EQ(registry.find_node_type("same")->plugin->name, "first");
+}
+
+TEST(Registry, ReadsAnOlderSmallerNodeTypeWithoutTouchingFieldsPastItsSize) {
+  // A plugin built against an ABI whose sl_node_type ended after `process`:
+  // the bytes past its struct_size are garbage here and must be ignored.
+  alignas(sl_node_type) unsigned char storage[sizeof(sl_node_type)];
+  std::memset(storage, 0xAB, sizeof storage);
+  sl_node_type op = make_operator("old");
+  size_t old_size = offsetof(sl_node_type, process) + sizeof(op.process);
+  std::memcpy(storage, &op, old_size);
+  auto* old = reinterpret_cast<sl_node_type*>(storage);
+  old->struct_size = static_cast<uint32_t>(old_size);
+  const sl_node_type* types[] = {old};
+  sl_plugin p = make_plugin("old", types, 1);
+  p.abi_minor = 0;
+  PluginRegistry registry;
+  ASSERT_TRUE(registry.add_plugin(&p, "/x/libold.so", nullptr).is_ok());
+  const NodeTypeInfo* info = registry.find_node_type("old");
+  EXPECT_EQ(info->vtable.on_timer, nullptr);
+  EXPECT_EQ(info->vtable.snapshot, nullptr);
+  EXPECT_EQ(info->vtable.restore, nullptr);
+}
+
+TEST(Registry, RefusesADefaultThatDoesNotMatchItsType) {
+  static const sl_param bad[] = {{sizeof(sl_param), "n", SL_PARAM_INT, 0, "\"three\"", ""}};
+  sl_node_type op = make_operator("bad_default");
+  op.params = bad;
+  const sl_node_type* types[] = {&op};
+  sl_plugin p = make_plugin("p", types, 1);
+  PluginRegistry registry;
+  Status s = registry.add_plugin(&p, "/x/libp.so", nullptr);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("parameter 'n' has default '\"three\"' that is not a valid int"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(Registry, RefusesAnOperatorWithoutProcess) {
+  sl_node_type op = make_operator("broken");
+  op.process = nullptr;
+  const sl_node_type* types[] = {&op};
+  sl_plugin p = make_plugin("p", types, 1);
+  PluginRegistry registry;
+  Status s = registry.add_plugin(&p, "/x/libp.so", nullptr);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("node type 'broken' is an operator without process"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::host

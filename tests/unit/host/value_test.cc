@@ -1,0 +1,111 @@
+#include "value/value.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace sluice::host {
+namespace {
+
+TEST(Value, InlineKindsFitInSixteenBytesAndNeedNoBlock) {
+  static_assert(sizeof(sl_value) == 16);
+  Value i = Value::integer(9007199254740993);  // 2^53 + 1 stays exact
+  EXPECT_TRUE(i.is_int());
+  EXPECT_EQ(i.as_int(), 9007199254740993);
+  EXPECT_FALSE(sl_value_is_boxed(i.raw()));
+  EXPECT_FALSE(sl_value_is_boxed(Value::floating(1.5).raw()));
+  EXPECT_FALSE(sl_value_is_boxed(Value::boolean(true).raw()));
+}
+
+TEST(Value, StringsAreCopiedAndSharedByReference) {
+  std::string text = "hello";
+  Value a = Value::string(text);
+  text[0] = 'j';
+  EXPECT_EQ(a.as_str(), "hello");
+  Value b = a;  // a reference, not a copy of the text
+  EXPECT_EQ(a.as_str().data(), b.as_str().data());
+}
+
+TEST(Value, ObjectsKeepInsertionOrderAndLastValueOfRepeatedKey) {
+  std::vector<std::pair<std::string, Value>> entries{
+      {"b", Value::integer(1)}, {"a", Value::integer(2)}, {"b", Value::integer(3)}};
+  Value o = Value::object(entries);
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o.key_at(0), "b");
+  EXPECT_EQ(o.at(0).as_int(), 3);
+  EXPECT_EQ(o.key_at(1), "a");
+  EXPECT_EQ(o.get("a")->as_int(), 2);
+  EXPECT_FALSE(o.get("c").has_value());
+}
+
+TEST(Value, LargeObjectLookupFindsEveryKey) {
+  std::vector<std::pair<std::string, Value>> entries;
+  for (int i = 0; i < 500; ++i) entries.emplace_back("k" + std::to_string(i), Value::integer(i));
+  Value o = Value::object(entries);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(o.get("k" + std::to_string(i))->as_int(), i);
+}
+
+TEST(Value, CompareOrdersKindsAndNumbersAcrossIntAndFloat) {
+  EXPECT_LT(value_compare(sl_null(), sl_bool(0)), 0);
+  EXPECT_LT(value_compare(sl_bool(1), sl_int(-5)), 0);
+  EXPECT_EQ(value_compare(sl_int(1), sl_float(1.0)), 0);
+  EXPECT_LT(value_compare(sl_int(9007199254740993), sl_float(9007199254740994.0)), 0);
+  EXPECT_GT(value_compare(sl_int(9007199254740993), sl_float(9007199254740992.0)), 0);
+  EXPECT_LT(value_compare(Value::string("abc").raw(), Value::string("abd").raw()), 0);
+  EXPECT_LT(value_compare(Value::string("ab").raw(), Value::string("abc").raw()), 0);
+  EXPECT_EQ(value_hash(sl_int(7)), value_hash(sl_float(7.0)));
+}
+
+TEST(Value, ObjectsCompareEqualRegardlessOfKeyOrder) {
+  std::vector<std::pair<std::string, Value>> ab{{"a", Value::integer(1)}, {"b", Value::integer(2)}};
+  std::vector<std::pair<std::string, Value>> ba{{"b", Value::integer(2)}, {"a", Value::integer(1)}};
+  Value x = Value::object(ab), y = Value::object(ba);
+  EXPECT_EQ(value_compare(x.raw(), y.raw()), 0);
+  EXPECT_EQ(value_hash(x.raw()), value_hash(y.raw()));
+}
+
+TEST(Value, TruthinessFollowsPython) {
+  EXPECT_FALSE(truthy(sl_null()));
+  EXPECT_FALSE(truthy(sl_int(0)));
+  EXPECT_FALSE(truthy(sl_float(0.0)));
+  EXPECT_FALSE(truthy(Value::string("").raw()));
+  EXPECT_FALSE(truthy(Value::array({}).raw()));
+  EXPECT_TRUE(truthy(Value::string("0").raw()));
+  EXPECT_TRUE(truthy(sl_int(-1)));
+}
+
+struct Released {
+  int count = 0;
+};
+
+TEST(Value, WrappedBytesReleaseTheForeignBufferWithTheLastReference) {
+  static char buffer[] = "payload";
+  Released released;
+  {
+    Value a = Value::adopt(bytes_wrap(buffer, 7, [](void* p) { ++static_cast<Released*>(p)->count; },
+                                      &released));
+    Value b = a;
+    EXPECT_EQ(b.as_str(), "payload");
+    EXPECT_EQ(b.as_str().data(), buffer);  // not copied
+  }
+  EXPECT_EQ(released.count, 1);
+}
+
+TEST(Value, ReferenceCountsSurviveConcurrentCopies) {
+  Value shared = Value::string("shared across threads");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100000; ++i) {
+        Value copy = shared;
+        ASSERT_EQ(copy.as_str().size(), 21u);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(shared.as_str(), "shared across threads");
+}
+
+}  // namespace
+}  // namespace sluice::host
