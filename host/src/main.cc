@@ -46,7 +46,8 @@ int cmd_graph(const std::string& config, const std::string& format,
   return k_exit_ok;
 }
 
-int cmd_plugins(const std::string& config, bool json, const std::vector<std::filesystem::path>& dirs) {
+int cmd_plugins(const std::string& config, bool json,
+                const std::vector<std::filesystem::path>& dirs) {
   std::vector<std::filesystem::path> all = dirs;
   if (!config.empty()) {
     auto parsed = sluice::host::parse_config_file(config);
@@ -62,7 +63,8 @@ int cmd_plugins(const std::string& config, bool json, const std::vector<std::fil
   sluice::host::PluginLoader loader(*registry, sluice::host::host_api_table());
   auto problems = loader.load_search_path(sluice::host::plugin_search_path(all));
   for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
-  fmt::print("{}", json ? sluice::host::plugins_json(*registry) : sluice::host::plugins_text(*registry));
+  fmt::print("{}",
+             json ? sluice::host::plugins_json(*registry) : sluice::host::plugins_text(*registry));
   return problems.empty() ? k_exit_ok : k_exit_invalid;
 }
 
@@ -75,6 +77,12 @@ int cmd_test(const std::string& config, const std::string& tests_file,
   if (!cases.is_ok()) {
     fmt::print(stderr, "{}\n", cases.status().message());
     return k_exit_invalid;
+  }
+  for (const auto& tc : cases.value()) {
+    if (auto s = sluice::host::check_test_case(pipeline->spec, tc); !s.is_ok()) {
+      fmt::print(stderr, "{}\n", s.message());
+      return k_exit_invalid;
+    }
   }
   size_t passed = 0, failed = 0;
   for (const auto& tc : cases.value()) {
@@ -100,6 +108,7 @@ int main(int argc, char** argv) {
                                         std::to_string(SL_ABI_MAJOR) + "." +
                                         std::to_string(SL_ABI_MINOR) + ")");
   app.require_subcommand(1);
+  app.fallthrough();  // global options (--log-level) may follow the subcommand too
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -111,8 +120,9 @@ int main(int argc, char** argv) {
   std::string config, tests_file, format = "dot";
   bool json = false;
 
-  auto* run = app.add_subcommand("run", "Run a pipeline until its sources end or a signal stops it");
-  run->add_option("config", config, "Pipeline TOML file")->required()->check(CLI::ExistingFile);
+  auto* run =
+      app.add_subcommand("run", "Run a pipeline until its sources end or a signal stops it");
+  run->add_option("config", config, "Pipeline TOML file")->required();
   add_dirs(run);
   auto* validate = app.add_subcommand("validate", "Check a pipeline config without running it");
   validate->add_option("config", config, "Pipeline TOML file")->required();
@@ -125,12 +135,18 @@ int main(int argc, char** argv) {
   plugins->add_option("--config", config, "Also search the plugin_dirs of this pipeline");
   plugins->add_flag("--json", json, "Machine-readable output");
   add_dirs(plugins);
-  auto* test = app.add_subcommand("test", "Run pipeline tests on injected input and a virtual clock");
+  auto* test =
+      app.add_subcommand("test", "Run pipeline tests on injected input and a virtual clock");
   test->add_option("config", config, "Pipeline TOML file")->required();
   test->add_option("tests", tests_file, "Test file with [[tests]] (default: the pipeline file)");
   add_dirs(test);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; usage errors exit 2 like other invalid input.
+    return app.exit(e) == 0 ? k_exit_ok : k_exit_invalid;
+  }
   setup_logging(log_level);
 
   if (run->parsed()) {

@@ -8,17 +8,18 @@ namespace sluice::host {
 namespace {
 
 std::string param_line(const ParamInfo& p) {
-  std::string requirement = p.required ? "required"
+  std::string requirement = p.required       ? "required"
                             : p.default_json ? fmt::format("default {}", *p.default_json)
                                              : "optional";
-  return fmt::format("      {:<20} {:<12} {:<22} {}\n", p.name, param_type_name(p.type), requirement,
-                     p.doc);
+  return fmt::format("      {:<20} {:<12} {:<22} {}\n", p.name, param_type_name(p.type),
+                     requirement, p.doc);
 }
 
 std::string inputs_text(const NodeTypeInfo& t) {
   if (t.role == SL_ROLE_SOURCE) return "no inputs";
   if (t.max_inputs == SL_INPUTS_UNLIMITED) return fmt::format("{}+ inputs", t.min_inputs);
-  if (t.min_inputs == t.max_inputs) return fmt::format("{} input{}", t.min_inputs, t.min_inputs == 1 ? "" : "s");
+  if (t.min_inputs == t.max_inputs)
+    return fmt::format("{} input{}", t.min_inputs, t.min_inputs == 1 ? "" : "s");
   return fmt::format("{}..{} inputs", t.min_inputs, t.max_inputs);
 }
 

@@ -24,8 +24,8 @@ int run_pipeline(const LoadedPipeline& pipeline) {
 
   std::vector<std::unique_ptr<Task>> tasks;
   for (uint32_t i = 0; i < task_count; ++i) {
-    tasks.push_back(std::make_unique<Task>(
-        spec, TaskOptions{spec.runtime.batch_size, i, task_count, &clock}));
+    tasks.push_back(
+        std::make_unique<Task>(spec, TaskOptions{spec.runtime.batch_size, i, task_count, &clock}));
   }
 
   boost::asio::io_context control;  // the main thread: signals and shutdown deadline
@@ -76,7 +76,8 @@ int run_pipeline(const LoadedPipeline& pipeline) {
       };
   signals.async_wait(on_signal);
 
-  spdlog::info("pipeline '{}' running ({} task{})", spec.name, task_count, task_count == 1 ? "" : "s");
+  spdlog::info("pipeline '{}' running ({} task{})", spec.name, task_count,
+               task_count == 1 ? "" : "s");
   control.run();
   for (auto& t : threads) t.join();
 

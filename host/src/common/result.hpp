@@ -33,7 +33,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).is_ok());
   }
@@ -60,9 +60,9 @@ class [[nodiscard]] Result {
 #define SLUICE_CONCAT(a, b) SLUICE_CONCAT_INNER(a, b)
 
 // SLUICE_RETURN_IF_ERROR(expr): return the Status of `expr` when it failed.
-#define SLUICE_RETURN_IF_ERROR(expr)                   \
-  do {                                                 \
-    ::sluice::host::Status sluice_status_ = (expr);    \
+#define SLUICE_RETURN_IF_ERROR(expr)                    \
+  do {                                                  \
+    ::sluice::host::Status sluice_status_ = (expr);     \
     if (!sluice_status_.is_ok()) return sluice_status_; \
   } while (0)
 

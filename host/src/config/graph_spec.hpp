@@ -47,7 +47,7 @@ struct NodeSpec {
   int32_t role = 0;  // SL_ROLE_*, from the section ([sources], [operators], [sinks])
   std::string type;
   const NodeTypeInfo* info = nullptr;
-  SourcePos pos;  // of the node's table
+  SourcePos pos;                 // of the node's table
   std::vector<InputRef> inputs;  // in config order: multi-input nodes see them in this order
   // Object holding every declared param that was given or has a default.
   // SL_PARAM_FUNCTION params are normalised to { name = "...", args = {...} }
@@ -58,17 +58,17 @@ struct NodeSpec {
 
 // [runtime] settings.
 struct RuntimeSettings {
-  uint32_t batch_size = 1024;          // most messages a source emits per poll
-  uint32_t tasks = 1;                  // parallel instances of the graph
-  int64_t shutdown_timeout_ms = 10000; // SIGTERM: how long draining may take
+  uint32_t batch_size = 1024;           // most messages a source emits per poll
+  uint32_t tasks = 1;                   // parallel instances of the graph
+  int64_t shutdown_timeout_ms = 10000;  // SIGTERM: how long draining may take
 };
 
 struct GraphSpec {
   std::filesystem::path file;
-  std::string name;  // `name` at top level, else the file's stem
+  std::string name;                                // `name` at top level, else the file's stem
   std::vector<std::filesystem::path> plugin_dirs;  // resolved against the file's directory
   RuntimeSettings runtime;
-  std::vector<NodeSpec> nodes;  // sources, then operators, then sinks; each in file order
+  std::vector<NodeSpec> nodes;     // sources, then operators, then sinks; each in file order
   std::vector<size_t> topo_order;  // indices into nodes: every node after its inputs
 
   [[nodiscard]] const NodeSpec* find(std::string_view id) const;

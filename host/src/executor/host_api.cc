@@ -120,7 +120,8 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
     given_args = spec_value.get("args").value_or(Value());
   }
   if (!name_value.is_string()) {
-    return error(SL_INVALID_ARGUMENT, "function spec must be a name or { name = ..., args = {...} }");
+    return error(SL_INVALID_ARGUMENT,
+                 "function spec must be a name or { name = ..., args = {...} }");
   }
   const FunctionInfo* fn = registry->find_function(name_value.as_str());
   if (!fn) return error(SL_NOT_FOUND, fmt::format("unknown function '{}'", name_value.as_str()));
@@ -146,8 +147,9 @@ sl_status api_function_call(sl_bound_function* fn, const sl_value* argv, uint32_
                             sl_value* out) {
   *out = sl_null();
   if (argc < fn->info->min_arity || argc > fn->info->max_arity) {
-    std::string message = fmt::format("function '{}' takes {}..{} arguments, got {}",
-                                      fn->info->name, fn->info->min_arity, fn->info->max_arity, argc);
+    std::string message =
+        fmt::format("function '{}' takes {}..{} arguments, got {}", fn->info->name,
+                    fn->info->min_arity, fn->info->max_arity, argc);
     api_set_error(fn->ctx, message.data(), message.size());
     return SL_INVALID_ARGUMENT;
   }

@@ -37,7 +37,19 @@ sl_node_type make_type(int32_t role, const char* name) {
   return t;
 }
 
+sl_status discard_process(void*, sl_context*, uint32_t, const sl_batch*) { return SL_OK; }
+
 }  // namespace
+
+const sl_node_type* discard_sink_type() {
+  static const sl_node_type type = [] {
+    sl_node_type t = make_type(SL_ROLE_SINK, "discard");
+    t.max_inputs = SL_INPUTS_UNLIMITED;
+    t.process = discard_process;
+    return t;
+  }();
+  return &type;
+}
 
 const sl_node_type* injected_source_type() {
   static const sl_node_type type = [] {

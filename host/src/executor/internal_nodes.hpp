@@ -8,5 +8,6 @@ namespace sluice::host {
 
 const sl_node_type* injected_source_type();
 const sl_node_type* capture_sink_type();
+const sl_node_type* discard_sink_type();
 
 }  // namespace sluice::host

@@ -64,6 +64,12 @@ Status Task::replace_with_injector(std::string_view id) {
   return Status::ok();
 }
 
+void Task::replace_sinks_with_discard() {
+  for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+    if (nodes_[i].role == SL_ROLE_SINK) nodes_[i].vt = discard_sink_type();
+  }
+}
+
 Result<size_t> Task::attach_capture(std::string_view id) {
   auto index = spec_.index_of(id);
   if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
@@ -91,7 +97,8 @@ sl_status Task::invoke(size_t node, const char* what, F&& call) {
   try {
     status = call();
   } catch (const std::exception& e) {
-    nodes_[node].error = fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
+    nodes_[node].error =
+        fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
     status = SL_INTERNAL;
   } catch (...) {
     nodes_[node].error = "plugin let an exception escape (an ABI violation)";
@@ -197,7 +204,8 @@ void Task::wake(size_t node) {
   if (!accepting_posts_) return;
   boost::asio::post(io_, [this, node] {
     NodeRuntime& n = nodes_[node];
-    if (!n.ended && n.source_state == SL_SOURCE_IDLE && !n.injected) n.source_state = SL_SOURCE_MORE;
+    if (!n.ended && n.source_state == SL_SOURCE_IDLE && !n.injected)
+      n.source_state = SL_SOURCE_MORE;
     schedule_poll();
   });
 }
@@ -232,9 +240,8 @@ void Task::poll_round() {
     NodeRuntime& n = nodes_[i];
     if (n.ended || n.source_state != SL_SOURCE_MORE) continue;
     int32_t state = SL_SOURCE_MORE;
-    sl_status status = invoke(i, "poll", [&] {
-      return n.vt->poll(n.self, &n.ctx, options_.batch_size, &state);
-    });
+    sl_status status =
+        invoke(i, "poll", [&] { return n.vt->poll(n.self, &n.ctx, options_.batch_size, &state); });
     if (failure_) return;
     if (status == SL_CANCELLED) state = SL_SOURCE_DONE;
     n.source_state = state;
@@ -261,9 +268,9 @@ void Task::end_node(size_t index) {
     NodeRuntime& dst = nodes_[c.node];
     if (dst.ended) continue;
     ++dst.inputs_ended;
-    if (dst.vt->on_input_end &&
-        invoke(c.node, "on_input_end",
-               [&] { return dst.vt->on_input_end(dst.self, &dst.ctx, c.input); }) != SL_OK) {
+    if (dst.vt->on_input_end && invoke(c.node, "on_input_end", [&] {
+                                  return dst.vt->on_input_end(dst.self, &dst.ctx, c.input);
+                                }) != SL_OK) {
       return;
     }
     if (dst.inputs_ended == dst.input_count) {
@@ -295,8 +302,17 @@ void Task::fire_due_timers(int64_t now) {
     auto due = timers_.pop_due(now);
     if (!due) break;
     NodeRuntime& n = nodes_[due->node];
-    if (n.ended || !n.vt->on_timer) continue;
-    invoke(due->node, "on_timer", [&] { return n.vt->on_timer(n.self, &n.ctx, due->timer_id); });
+    if (n.ended) continue;
+    if (n.vt->on_timer) {
+      invoke(due->node, "on_timer", [&] { return n.vt->on_timer(n.self, &n.ctx, due->timer_id); });
+      if (failure_ || n.ended) continue;
+    }
+    // sluice.h (SL_SOURCE_IDLE): an idle source is polled again after wake() or when one
+    // of its timers fires.
+    if (n.role == SL_ROLE_SOURCE && n.source_state == SL_SOURCE_IDLE && !n.injected) {
+      n.source_state = SL_SOURCE_MORE;
+      schedule_poll();
+    }
   }
 }
 

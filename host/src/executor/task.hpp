@@ -66,10 +66,10 @@ struct NodeRuntime {
   bool created = false;
   bool ended = false;
   bool backpressured = false;
-  bool injected = false;        // a test-mode source fed by the test driver
-  std::string error;            // last message from set_error
+  bool injected = false;            // a test-mode source fed by the test driver
+  std::string error;                // last message from set_error
   std::vector<sl_message> scratch;  // emit_values builds messages here
-  std::vector<Value> captured;  // capture nodes (test mode) record their input here
+  std::vector<Value> captured;      // capture nodes (test mode) record their input here
   std::unique_ptr<NodeCounters> counters = std::make_unique<NodeCounters>();
 };
 
@@ -91,6 +91,9 @@ class Task {
   // inject(), and record what node `id` emits (captured()).
   Status replace_with_injector(std::string_view id);
   Result<size_t> attach_capture(std::string_view id);
+  // Test mode, before create(): sinks write nothing (no files, no brokers);
+  // they are replaced by a host sink that discards what reaches it.
+  void replace_sinks_with_discard();
 
   // Creates every node instance (in topological order). Errors name the node.
   Status create();

@@ -1,9 +1,9 @@
 #include "registry/plugin_loader.hpp"
 
-#include <boost/dll/shared_library.hpp>
-#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <boost/dll/shared_library.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -58,9 +58,10 @@ Status check_not_tamperable(const fs::path& path) {
                               path.string()));
   }
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-    return Status(SL_PERMISSION_DENIED,
-                  fmt::format("{}: refused: owned by uid {}, neither root nor this process's user ({})",
-                              path.string(), st.st_uid, ::geteuid()));
+    return Status(
+        SL_PERMISSION_DENIED,
+        fmt::format("{}: refused: owned by uid {}, neither root nor this process's user ({})",
+                    path.string(), st.st_uid, ::geteuid()));
   }
   return Status::ok();
 }
@@ -119,10 +120,12 @@ std::vector<LoadProblem> PluginLoader::load_directory(const fs::path& dir) {
   std::error_code ec;
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (is_plugin_file(entry.path()) && !fs::is_directory(entry.path())) files.push_back(entry.path());
+    if (is_plugin_file(entry.path()) && !fs::is_directory(entry.path()))
+      files.push_back(entry.path());
   }
   if (ec) {
-    problems.push_back({dir, fmt::format("{}: cannot list plugin directory: {}", dir.string(), ec.message())});
+    problems.push_back(
+        {dir, fmt::format("{}: cannot list plugin directory: {}", dir.string(), ec.message())});
     return problems;
   }
   std::sort(files.begin(), files.end());

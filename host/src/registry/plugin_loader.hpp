@@ -33,7 +33,8 @@ struct LoadProblem {
 
 class PluginLoader {
  public:
-  PluginLoader(PluginRegistry& registry, const sl_host_api* host) : registry_(registry), host_(host) {}
+  PluginLoader(PluginRegistry& registry, const sl_host_api* host)
+      : registry_(registry), host_(host) {}
 
   // Loads one shared object. The error names the file and says why.
   Status load_file(const std::filesystem::path& file);

@@ -63,17 +63,18 @@ Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t coun
   }
   std::set<std::string, std::less<>> seen;
   for (uint32_t i = 0; i < count; ++i) {
-    const auto* raw = reinterpret_cast<const sl_param*>(
-        reinterpret_cast<const char*>(params) + size_t{i} * stride);
+    const auto* raw = reinterpret_cast<const sl_param*>(reinterpret_cast<const char*>(params) +
+                                                        size_t{i} * stride);
     sl_param p = copy_prefix(raw);
     if (!valid_name(p.name)) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("{}: parameter #{} has no valid name", owner, i));
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{}: parameter #{} has no valid name", owner, i));
     }
     ParamInfo info{p.name, p.type, (p.flags & SL_PARAM_REQUIRED) != 0, std::nullopt,
                    str_or_empty(p.doc)};
     if (param_type_name(p.type) == "unknown") {
-      return Status(SL_INVALID_ARGUMENT,
-                    fmt::format("{}: parameter '{}' has unknown type {}", owner, info.name, p.type));
+      return Status(SL_INVALID_ARGUMENT, fmt::format("{}: parameter '{}' has unknown type {}",
+                                                     owner, info.name, p.type));
     }
     if (!seen.insert(info.name).second) {
       return Status(SL_INVALID_ARGUMENT,
@@ -83,8 +84,8 @@ Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t coun
       auto parsed = json_parse(p.default_json);
       if (!parsed.is_ok() || !default_matches(p.type, parsed.value())) {
         return Status(SL_INVALID_ARGUMENT,
-                      fmt::format("{}: parameter '{}' has default '{}' that is not a valid {}", owner,
-                                  info.name, p.default_json, param_type_name(p.type)));
+                      fmt::format("{}: parameter '{}' has default '{}' that is not a valid {}",
+                                  owner, info.name, p.default_json, param_type_name(p.type)));
       }
       info.default_json = p.default_json;
     }
@@ -94,14 +95,19 @@ Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t coun
 }
 
 const ParamInfo* find_in(const std::vector<ParamInfo>& params, std::string_view key) {
-  auto it = std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == key; });
+  auto it =
+      std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == key; });
   return it == params.end() ? nullptr : &*it;
 }
 
 }  // namespace
 
-const ParamInfo* NodeTypeInfo::find_param(std::string_view key) const { return find_in(params, key); }
-const ParamInfo* FunctionInfo::find_param(std::string_view key) const { return find_in(params, key); }
+const ParamInfo* NodeTypeInfo::find_param(std::string_view key) const {
+  return find_in(params, key);
+}
+const ParamInfo* FunctionInfo::find_param(std::string_view key) const {
+  return find_in(params, key);
+}
 
 std::string_view role_name(int32_t role) {
   switch (role) {
@@ -139,28 +145,32 @@ std::string_view function_kind_name(int32_t kind) {
 Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesystem::path& file,
                                   std::shared_ptr<void> library) {
   const std::string where = file.string();
-  if (!descriptor) return Status(SL_INVALID_ARGUMENT, fmt::format("{}: entry point returned NULL", where));
+  if (!descriptor)
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: entry point returned NULL", where));
   if (descriptor->struct_size < offsetof(sl_plugin, function_count) + sizeof(uint32_t)) {
-    return Status(SL_INVALID_ARGUMENT,
-                  fmt::format("{}: sl_plugin.struct_size {} is too small", where, descriptor->struct_size));
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: sl_plugin.struct_size {} is too small",
+                                                   where, descriptor->struct_size));
   }
   sl_plugin d = copy_prefix(descriptor);
   if (d.abi_major != SL_ABI_MAJOR) {
-    return Status(SL_FAILED_PRECONDITION,
-                  fmt::format("{}: plugin was built for sluice ABI {}.{}, this host speaks ABI {}.{} "
-                              "(major versions must match; rebuild the plugin against this SDK)",
-                              where, d.abi_major, d.abi_minor, SL_ABI_MAJOR, SL_ABI_MINOR));
+    return Status(
+        SL_FAILED_PRECONDITION,
+        fmt::format("{}: plugin was built for sluice ABI {}.{}, this host speaks ABI {}.{} "
+                    "(major versions must match; rebuild the plugin against this SDK)",
+                    where, d.abi_major, d.abi_minor, SL_ABI_MAJOR, SL_ABI_MINOR));
   }
   if (d.min_host_minor > SL_ABI_MINOR) {
-    return Status(SL_FAILED_PRECONDITION,
-                  fmt::format("{}: plugin needs a host with ABI {}.{} or newer, this host speaks {}.{}",
-                              where, d.abi_major, d.min_host_minor, SL_ABI_MAJOR, SL_ABI_MINOR));
+    return Status(
+        SL_FAILED_PRECONDITION,
+        fmt::format("{}: plugin needs a host with ABI {}.{} or newer, this host speaks {}.{}",
+                    where, d.abi_major, d.min_host_minor, SL_ABI_MAJOR, SL_ABI_MINOR));
   }
-  if (!valid_name(d.name)) return Status(SL_INVALID_ARGUMENT, fmt::format("{}: plugin has no valid name", where));
+  if (!valid_name(d.name))
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: plugin has no valid name", where));
   for (const auto& p : plugins_) {
     if (p->name == d.name) {
-      return Status(SL_ALREADY_EXISTS, fmt::format("{}: plugin '{}' is already loaded from {}", where,
-                                                   d.name, p->file.string()));
+      return Status(SL_ALREADY_EXISTS, fmt::format("{}: plugin '{}' is already loaded from {}",
+                                                   where, d.name, p->file.string()));
     }
   }
 
@@ -178,10 +188,12 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
   std::set<std::string, std::less<>> names_here;
   for (uint32_t i = 0; i < d.node_type_count; ++i) {
     const sl_node_type* raw = d.node_types ? d.node_types[i] : nullptr;
-    if (!raw) return Status(SL_INVALID_ARGUMENT, fmt::format("{}: node type #{} is NULL", where, i));
+    if (!raw)
+      return Status(SL_INVALID_ARGUMENT, fmt::format("{}: node type #{} is NULL", where, i));
     sl_node_type t = copy_prefix(raw);
     if (!valid_name(t.name)) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("{}: node type #{} has no valid name", where, i));
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{}: node type #{} has no valid name", where, i));
     }
     std::string owner = fmt::format("{}: node type '{}'", where, t.name);
     if (role_name(t.role) == "unknown") {
@@ -194,12 +206,13 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
       return Status(SL_INVALID_ARGUMENT, fmt::format("{} is a source without poll", owner));
     }
     if (t.role != SL_ROLE_SOURCE && !t.process) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("{} is an {} without process", owner, role_name(t.role)));
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{} is an {} without process", owner, role_name(t.role)));
     }
-    if (t.role != SL_ROLE_SOURCE &&
-        (t.min_inputs < 1 || (t.max_inputs != SL_INPUTS_UNLIMITED && t.max_inputs < t.min_inputs))) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("{} declares invalid input counts {}..{}", owner,
-                                                     t.min_inputs, t.max_inputs));
+    if (t.role != SL_ROLE_SOURCE && (t.min_inputs < 1 || (t.max_inputs != SL_INPUTS_UNLIMITED &&
+                                                          t.max_inputs < t.min_inputs))) {
+      return Status(SL_INVALID_ARGUMENT, fmt::format("{} declares invalid input counts {}..{}",
+                                                     owner, t.min_inputs, t.max_inputs));
     }
     if (!names_here.insert(t.name).second) {
       return Status(SL_ALREADY_EXISTS, fmt::format("{} is declared twice in the plugin", owner));
@@ -233,7 +246,8 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
     if (!raw) return Status(SL_INVALID_ARGUMENT, fmt::format("{}: function #{} is NULL", where, i));
     sl_function_def f = copy_prefix(raw);
     if (!valid_name(f.name)) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("{}: function #{} has no valid name", where, i));
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{}: function #{} has no valid name", where, i));
     }
     std::string owner = fmt::format("{}: function '{}'", where, f.name);
     if (function_kind_name(f.kind) == "unknown") {
@@ -241,7 +255,8 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
     }
     if (!f.call) return Status(SL_INVALID_ARGUMENT, fmt::format("{} has no call", owner));
     if (f.max_arity < f.min_arity) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("{} declares arity {}..{}", owner, f.min_arity, f.max_arity));
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{} declares arity {}..{}", owner, f.min_arity, f.max_arity));
     }
     if (!fn_names_here.insert(f.name).second) {
       return Status(SL_ALREADY_EXISTS, fmt::format("{} is declared twice in the plugin", owner));

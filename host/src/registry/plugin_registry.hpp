@@ -62,7 +62,7 @@ struct PluginInfo {
   std::string doc;
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
-  std::filesystem::path file;  // "<builtin>" for plugins compiled into the host
+  std::filesystem::path file;     // "<builtin>" for plugins compiled into the host
   std::shared_ptr<void> library;  // keeps the shared object mapped
   std::vector<const NodeTypeInfo*> node_types;
   std::vector<const FunctionInfo*> functions;
@@ -88,9 +88,7 @@ class PluginRegistry {
 
   [[nodiscard]] const NodeTypeInfo* find_node_type(std::string_view name) const;
   [[nodiscard]] const FunctionInfo* find_function(std::string_view name) const;
-  [[nodiscard]] const std::vector<std::unique_ptr<PluginInfo>>& plugins() const {
-    return plugins_;
-  }
+  [[nodiscard]] const std::vector<std::unique_ptr<PluginInfo>>& plugins() const { return plugins_; }
   // Sorted names, for "valid types are: ..." messages.
   [[nodiscard]] std::vector<std::string> node_type_names(int32_t role) const;
   [[nodiscard]] std::vector<std::string> function_names() const;

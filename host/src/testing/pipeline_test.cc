@@ -6,6 +6,7 @@
 #include "value/json.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -17,7 +18,8 @@ using config_detail::to_value;
 
 Status error_at(const std::string& file, const toml::source_region& where, std::string message) {
   SourcePos p = pos_of(file, where);
-  return Status(SL_INVALID_ARGUMENT, fmt::format("{}:{}:{}: error: {}", p.file, p.line, p.column, message));
+  return Status(SL_INVALID_ARGUMENT,
+                fmt::format("{}:{}:{}: error: {}", p.file, p.line, p.column, message));
 }
 
 Result<Value> json_value(const std::string& file, const toml::node& node) {
@@ -30,21 +32,28 @@ Result<Value> json_value(const std::string& file, const toml::node& node) {
 
 Result<TestStep> parse_step(const std::string& file, const toml::node& node) {
   const toml::table* t = node.as_table();
-  if (!t) return error_at(file, node.source(), "a step must be a table: { source = \"ID\", value = ... }, { source = \"ID\", json = \"...\" } or { advance_ms = N }");
+  if (!t)
+    return error_at(file, node.source(),
+                    "a step must be a table: { source = \"ID\", value = ... }, { source = \"ID\", "
+                    "json = \"...\" } or { advance_ms = N }");
   for (auto&& [k, v] : *t) {
     if (k != "source" && k != "value" && k != "json" && k != "advance_ms") {
-      return error_at(file, v.source(), fmt::format("unknown step key '{}' (valid: source, value, json, advance_ms)", k.str()));
+      return error_at(
+          file, v.source(),
+          fmt::format("unknown step key '{}' (valid: source, value, json, advance_ms)", k.str()));
     }
   }
   if (const toml::node* adv = t->get("advance_ms")) {
     auto ms = adv->value<int64_t>();
     if (!ms || *ms < 0 || t->size() != 1) {
-      return error_at(file, adv->source(), "`advance_ms` must be a non-negative integer, alone in its step");
+      return error_at(file, adv->source(),
+                      "`advance_ms` must be a non-negative integer, alone in its step");
     }
     return TestStep{TestAdvance{*ms}};
   }
   const toml::node* src = t->get("source");
-  if (!src || !src->is_string()) return error_at(file, node.source(), "a delivery needs `source = \"ID\"`");
+  if (!src || !src->is_string())
+    return error_at(file, node.source(), "a delivery needs `source = \"ID\"`");
   const toml::node* value = t->get("value");
   const toml::node* json = t->get("json");
   if ((value != nullptr) == (json != nullptr)) {
@@ -61,14 +70,19 @@ Result<TestStep> parse_step(const std::string& file, const toml::node& node) {
   return TestStep{std::move(d)};
 }
 
-Status parse_expectations(const std::string& file, const toml::node& node, bool as_json, TestCase& tc) {
+Status parse_expectations(const std::string& file, const toml::node& node, bool as_json,
+                          TestCase& tc) {
   const toml::table* t = node.as_table();
   if (!t) return error_at(file, node.source(), "`expect` must be a table: node id = [outputs...]");
   for (auto&& [k, v] : *t) {
     const toml::array* a = v.as_array();
-    if (!a) return error_at(file, v.source(), fmt::format("expected outputs of '{}' must be an array", k.str()));
+    if (!a)
+      return error_at(file, v.source(),
+                      fmt::format("expected outputs of '{}' must be an array", k.str()));
+    tc.expected_pos[std::string(k.str())] = pos_of(file, k.source());
     auto& list = tc.expected[std::string(k.str())];
-    if (!list.empty()) return error_at(file, v.source(), fmt::format("outputs of '{}' given twice", k.str()));
+    if (!list.empty())
+      return error_at(file, v.source(), fmt::format("outputs of '{}' given twice", k.str()));
     for (const toml::node& item : *a) {
       if (as_json) {
         SLUICE_ASSIGN_OR_RETURN(Value parsed, json_value(file, item));
@@ -99,7 +113,8 @@ Result<TestCase> parse_case(const std::string& file, const toml::node& node) {
       const toml::array* a = v.as_array();
       if (!a) return error_at(file, v.source(), "`inject` must be an array of source ids");
       for (const toml::node& id : *a) {
-        if (!id.is_string()) return error_at(file, id.source(), "`inject` must be an array of source ids");
+        if (!id.is_string())
+          return error_at(file, id.source(), "`inject` must be an array of source ids");
         tc.injected.push_back(*id.value<std::string>());
       }
     } else if (key == "steps") {
@@ -108,7 +123,8 @@ Result<TestCase> parse_case(const std::string& file, const toml::node& node) {
       for (const toml::node& s : *a) {
         SLUICE_ASSIGN_OR_RETURN(TestStep step, parse_step(file, s));
         if (auto* d = std::get_if<TestDelivery>(&step);
-            d && std::find(tc.injected.begin(), tc.injected.end(), d->source) == tc.injected.end()) {
+            d &&
+            std::find(tc.injected.begin(), tc.injected.end(), d->source) == tc.injected.end()) {
           tc.injected.push_back(d->source);
         }
         tc.steps.push_back(std::move(step));
@@ -116,11 +132,18 @@ Result<TestCase> parse_case(const std::string& file, const toml::node& node) {
     } else if (key == "expect" || key == "expect_json") {
       SLUICE_RETURN_IF_ERROR(parse_expectations(file, v, key == "expect_json", tc));
     } else {
-      return error_at(file, v.source(), fmt::format("unknown test key '{}' (valid: name, start_time_ms, inject, steps, expect, expect_json)", key));
+      return error_at(file, v.source(),
+                      fmt::format("unknown test key '{}' (valid: name, start_time_ms, inject, "
+                                  "steps, expect, expect_json)",
+                                  key));
     }
   }
   if (tc.name.empty()) return error_at(file, node.source(), "a test needs a `name`");
-  if (tc.expected.empty()) return error_at(file, node.source(), fmt::format("test '{}' expects nothing: add `[tests.expect]` with node id = [outputs]", tc.name));
+  if (tc.expected.empty())
+    return error_at(
+        file, node.source(),
+        fmt::format("test '{}' expects nothing: add `[tests.expect]` with node id = [outputs]",
+                    tc.name));
   return tc;
 }
 
@@ -129,8 +152,8 @@ std::string show(const Value& v) { return json_dump(v.raw()); }
 // A positional diff: every index of the longer list, marking mismatches.
 std::string diff(const std::string& node, const std::vector<Value>& expected,
                  const std::vector<Value>& actual) {
-  std::string out = fmt::format("  node '{}': expected {} output{}, got {}\n", node, expected.size(),
-                                expected.size() == 1 ? "" : "s", actual.size());
+  std::string out = fmt::format("  node '{}': expected {} output{}, got {}\n", node,
+                                expected.size(), expected.size() == 1 ? "" : "s", actual.size());
   for (size_t i = 0; i < std::max(expected.size(), actual.size()); ++i) {
     bool have_e = i < expected.size(), have_a = i < actual.size();
     if (have_e && have_a && expected[i] == actual[i]) {
@@ -165,6 +188,53 @@ Result<std::vector<TestCase>> load_test_cases(const std::filesystem::path& path)
   return out;
 }
 
+Status check_test_case(const GraphSpec& spec, const TestCase& test) {
+  auto error = [](const SourcePos& p, const std::string& message) {
+    return Status(SL_INVALID_ARGUMENT,
+                  fmt::format("{}:{}:{}: error: {}", p.file, p.line, p.column, message));
+  };
+  auto ids = [&](bool sources) {
+    std::vector<std::string> out;
+    for (const NodeSpec& n : spec.nodes) {
+      if (sources ? n.role == SL_ROLE_SOURCE : n.role != SL_ROLE_SINK) out.push_back(n.id);
+    }
+    return fmt::format("{}", fmt::join(out, ", "));
+  };
+  for (const TestStep& step : test.steps) {
+    const auto* d = std::get_if<TestDelivery>(&step);
+    if (!d) continue;
+    const NodeSpec* n = spec.find(d->source);
+    if (!n || n->role != SL_ROLE_SOURCE) {
+      return error(d->pos,
+                   fmt::format("test '{}': '{}' is not a source of the pipeline; sources: {}",
+                               test.name, d->source, ids(true)));
+    }
+  }
+  for (const std::string& id : test.injected) {
+    const NodeSpec* n = spec.find(id);
+    if (!n || n->role != SL_ROLE_SOURCE) {
+      return error(test.pos, fmt::format("test '{}': inject names '{}', which is not a source; "
+                                         "sources: {}",
+                                         test.name, id, ids(true)));
+    }
+  }
+  for (const auto& [id, _] : test.expected) {
+    const NodeSpec* n = spec.find(id);
+    const SourcePos& where = test.expected_pos.at(id);
+    if (!n) {
+      return error(where,
+                   fmt::format("test '{}': no node '{}' in the pipeline; nodes that emit: {}",
+                               test.name, id, ids(false)));
+    }
+    if (n->role == SL_ROLE_SINK) {
+      return error(where, fmt::format("test '{}': '{}' is a sink and emits nothing; expect the "
+                                      "output of the node that feeds it",
+                                      test.name, id));
+    }
+  }
+  return Status::ok();
+}
+
 TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
   VirtualClock clock(test.start_time_ms * 1'000'000);
   Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &clock});
@@ -172,6 +242,7 @@ TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
   for (const std::string& id : test.injected) {
     if (Status s = task.replace_with_injector(id); !s.is_ok()) return failed(s.message());
   }
+  task.replace_sinks_with_discard();
   std::map<std::string, size_t> captures;
   for (const auto& [node, _] : test.expected) {
     auto c = task.attach_capture(node);

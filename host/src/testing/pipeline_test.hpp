@@ -34,10 +34,15 @@ struct TestCase {
   std::vector<std::string> injected;  // sources fed by the steps (plus `inject`)
   std::vector<TestStep> steps;
   std::map<std::string, std::vector<Value>> expected;  // node id -> outputs in order
+  std::map<std::string, SourcePos> expected_pos;       // where each node id was named
 };
 
 // Reads the [[tests]] of a TOML file. Errors carry file:line:col.
 Result<std::vector<TestCase>> load_test_cases(const std::filesystem::path& file);
+
+// Checks that the case names only nodes the pipeline has, in roles that fit
+// (deliveries to sources, expectations on sources or operators).
+Status check_test_case(const GraphSpec& spec, const TestCase& test);
 
 struct TestOutcome {
   bool passed = false;

@@ -3,8 +3,8 @@
 #include <simdjson.h>
 
 #include <cmath>
-#include <fmt/format.h>
 #include <vector>
+#include <fmt/format.h>
 
 namespace sluice::host {
 namespace {
@@ -15,7 +15,8 @@ Result<Value> convert(simdjson::dom::element e) {
     case element_type::NULL_VALUE: return Value::null();
     case element_type::BOOL: return Value::boolean(bool(e.get_bool()));
     case element_type::INT64: return Value::integer(int64_t(e.get_int64()));
-    case element_type::UINT64: return Value::floating(static_cast<double>(uint64_t(e.get_uint64())));
+    case element_type::UINT64:
+      return Value::floating(static_cast<double>(uint64_t(e.get_uint64())));
     case element_type::DOUBLE: return Value::floating(double(e.get_double()));
     case element_type::STRING: return Value::string(std::string_view(e.get_string()));
     case element_type::ARRAY: {
@@ -88,7 +89,8 @@ Result<Value> json_parse(std::string_view text) {
   simdjson::padded_string padded(text);
   simdjson::dom::element root;
   if (auto error = parser.parse(padded).get(root); error) {
-    return Status(SL_INVALID_ARGUMENT, fmt::format("invalid JSON: {}", simdjson::error_message(error)));
+    return Status(SL_INVALID_ARGUMENT,
+                  fmt::format("invalid JSON: {}", simdjson::error_message(error)));
   }
   return convert(root);
 }

@@ -28,8 +28,8 @@ struct BytesPayload {
   void* private_data;
 };
 
-constexpr size_t k_header = (sizeof(sl_block) + alignof(std::max_align_t) - 1) &
-                            ~(alignof(std::max_align_t) - 1);
+constexpr size_t k_header =
+    (sizeof(sl_block) + alignof(std::max_align_t) - 1) & ~(alignof(std::max_align_t) - 1);
 
 char* payload(sl_block* b) noexcept { return reinterpret_cast<char*>(b) + k_header; }
 const char* payload(const sl_block* b) noexcept {
@@ -88,8 +88,7 @@ void destroy(sl_block* b) noexcept {
       for (size_t i = 0; i < b->size; ++i) value_release(o.values[i]);
       break;
     }
-    default:
-      break;
+    default: break;
   }
   b->~sl_block();
   ::operator delete(b);

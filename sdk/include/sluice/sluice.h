@@ -173,9 +173,7 @@ static inline sl_value sl_float(double f) {
   return v;
 }
 /** True when the value keeps its data in a host block (needs retain/release). */
-static inline int sl_value_is_boxed(sl_value v) {
-  return v.kind >= SL_KIND_STRING;
-}
+static inline int sl_value_is_boxed(sl_value v) { return v.kind >= SL_KIND_STRING; }
 
 /* ------------------------------------------------------------------------ */
 /* Messages and batches                                                     */
@@ -199,8 +197,8 @@ typedef struct sl_message {
 /** A contiguous run of messages handed to an operator or sink. Borrowed by the
  *  callee for the duration of the call: values it keeps must be retained. */
 typedef struct sl_batch {
-  uint32_t struct_size;     /**< sizeof(sl_batch). */
-  uint32_t message_size;    /**< Stride of `messages` in bytes (sizeof(sl_message) today). */
+  uint32_t struct_size;  /**< sizeof(sl_batch). */
+  uint32_t message_size; /**< Stride of `messages` in bytes (sizeof(sl_message) today). */
   const sl_message* messages;
   size_t count;
 } sl_batch;
@@ -218,7 +216,7 @@ static inline const sl_message* sl_batch_at(const sl_batch* batch, size_t i) {
  *  TOML table against its declared parameters before anything runs. */
 #define SL_PARAM_BOOL 1
 #define SL_PARAM_INT 2
-#define SL_PARAM_FLOAT 3    /**< Accepts TOML integers too. */
+#define SL_PARAM_FLOAT 3 /**< Accepts TOML integers too. */
 #define SL_PARAM_STRING 4
 #define SL_PARAM_ARRAY 5    /**< Any TOML array. */
 #define SL_PARAM_TABLE 6    /**< A TOML table (becomes an object). */
@@ -311,8 +309,7 @@ typedef struct sl_host_api {
   /** Bytes that reference a foreign buffer without copying it: `release`
    *  (may be NULL) is called with `private_data` once the last reference drops,
    *  on whatever thread drops it. Returns owned. Thread-safe. */
-  sl_value (*bytes_wrap)(const void* data, size_t size, sl_release_fn release,
-                         void* private_data);
+  sl_value (*bytes_wrap)(const void* data, size_t size, sl_release_fn release, void* private_data);
   /** A new array of `count` items. Borrows `items` (retains each). Returns owned.
    *  Thread-safe. */
   sl_value (*array_create)(const sl_value* items, size_t count);
@@ -433,14 +430,14 @@ typedef struct sl_host_api {
 
 /** What the host hands to sl_node_type.create. Borrowed for the call. */
 typedef struct sl_node_init {
-  uint32_t struct_size;      /**< sizeof(sl_node_init) in the host. */
-  const sl_host_api* host;   /**< The host table; lives as long as the plugin. */
-  sl_context* ctx;           /**< The node's context; valid until destroy returns. */
-  sl_value config;           /**< Object of validated params with defaults filled in.
-                                  Borrowed: retain what you keep. */
-  uint32_t input_count;      /**< Number of inputs wired to the node. */
-  uint32_t task_index;       /**< Which task (0..task_count-1) runs this instance. */
-  uint32_t task_count;       /**< Number of parallel instances of the graph. */
+  uint32_t struct_size;    /**< sizeof(sl_node_init) in the host. */
+  const sl_host_api* host; /**< The host table; lives as long as the plugin. */
+  sl_context* ctx;         /**< The node's context; valid until destroy returns. */
+  sl_value config;         /**< Object of validated params with defaults filled in.
+                                Borrowed: retain what you keep. */
+  uint32_t input_count;    /**< Number of inputs wired to the node. */
+  uint32_t task_index;     /**< Which task (0..task_count-1) runs this instance. */
+  uint32_t task_count;     /**< Number of parallel instances of the graph. */
 } sl_node_init;
 
 /** A node type: a source, operator or sink. Each callback receives the state
@@ -449,16 +446,16 @@ typedef struct sl_node_init {
  *  callbacks may be NULL. A callback that fails returns a non-OK status after
  *  set_error(); the host reports it with the node id and stops the task. */
 typedef struct sl_node_type {
-  uint32_t struct_size;     /**< sizeof(sl_node_type) the plugin was built with. */
-  int32_t role;             /**< SL_ROLE_*. */
-  const char* name;         /**< Type name used in config (`type = "map"`). Unique across plugins. */
-  const char* doc;          /**< One paragraph for `sluiced plugins` and docs/CONFIG.md. */
-  const sl_param* params;   /**< Declared config keys: param_count structs, all of one
-                                 struct_size, which the host uses as the array stride. */
+  uint32_t struct_size;   /**< sizeof(sl_node_type) the plugin was built with. */
+  int32_t role;           /**< SL_ROLE_*. */
+  const char* name;       /**< Type name used in config (`type = "map"`). Unique across plugins. */
+  const char* doc;        /**< One paragraph for `sluiced plugins` and docs/CONFIG.md. */
+  const sl_param* params; /**< Declared config keys: param_count structs, all of one
+                               struct_size, which the host uses as the array stride. */
   uint32_t param_count;
-  uint32_t flags;           /**< SL_NODE_*. */
-  int32_t min_inputs;       /**< Operators/sinks: at least this many inputs (>= 1). */
-  int32_t max_inputs;       /**< Or SL_INPUTS_UNLIMITED. */
+  uint32_t flags;     /**< SL_NODE_*. */
+  int32_t min_inputs; /**< Operators/sinks: at least this many inputs (>= 1). */
+  int32_t max_inputs; /**< Or SL_INPUTS_UNLIMITED. */
 
   /** Required. Make an instance; *out_self is passed to every later callback. */
   sl_status (*create)(const sl_node_init* init, void** out_self);
@@ -501,23 +498,23 @@ typedef struct sl_node_type {
 
 /** What the host hands to sl_function_def.bind. Borrowed for the call. */
 typedef struct sl_function_init {
-  uint32_t struct_size;    /**< sizeof(sl_function_init) in the host. */
+  uint32_t struct_size; /**< sizeof(sl_function_init) in the host. */
   const sl_host_api* host;
-  sl_context* ctx;         /**< Context of the node that binds the function. */
-  sl_value args;           /**< Object of validated args with defaults. Borrowed. */
+  sl_context* ctx; /**< Context of the node that binds the function. */
+  sl_value args;   /**< Object of validated args with defaults. Borrowed. */
 } sl_function_init;
 
 /** A named function that higher-order operators (map, filter, accumulate...)
  *  call. Calls happen on the binding node's executor thread. */
 typedef struct sl_function_def {
-  uint32_t struct_size;   /**< sizeof(sl_function_def) the plugin was built with. */
-  int32_t kind;           /**< SL_FUNCTION_*. */
-  const char* name;       /**< Name used in config. Unique across plugins. */
+  uint32_t struct_size; /**< sizeof(sl_function_def) the plugin was built with. */
+  int32_t kind;         /**< SL_FUNCTION_*. */
+  const char* name;     /**< Name used in config. Unique across plugins. */
   const char* doc;
   const sl_param* params; /**< Declared args (same stride rule as sl_node_type.params). */
   uint32_t param_count;
-  uint32_t min_arity;     /**< Fewest positional arguments call accepts (1 for map). */
-  uint32_t max_arity;     /**< Most positional arguments (UINT32_MAX = any). */
+  uint32_t min_arity; /**< Fewest positional arguments call accepts (1 for map). */
+  uint32_t max_arity; /**< Most positional arguments (UINT32_MAX = any). */
 
   /** Optional. Prepare per-binding state from args; *out_self is passed to call.
    *  Without bind, call receives NULL. */
@@ -541,13 +538,13 @@ typedef struct sl_function_def {
  *  unchanged) until the library is unloaded. Arrays hold pointers so that each
  *  element can carry its own struct_size. */
 typedef struct sl_plugin {
-  uint32_t struct_size;   /**< sizeof(sl_plugin) the plugin was built with. */
-  uint32_t abi_major;     /**< SL_ABI_MAJOR the plugin was built with. */
-  uint32_t abi_minor;     /**< SL_ABI_MINOR the plugin was built with. */
-  uint32_t min_host_minor;/**< Oldest host minor whose table has what the plugin uses. */
-  const char* name;       /**< Plugin name, e.g. "core_ops". */
-  const char* version;    /**< The plugin's own version, e.g. "0.1.0". */
-  const char* doc;        /**< One line. */
+  uint32_t struct_size;    /**< sizeof(sl_plugin) the plugin was built with. */
+  uint32_t abi_major;      /**< SL_ABI_MAJOR the plugin was built with. */
+  uint32_t abi_minor;      /**< SL_ABI_MINOR the plugin was built with. */
+  uint32_t min_host_minor; /**< Oldest host minor whose table has what the plugin uses. */
+  const char* name;        /**< Plugin name, e.g. "core_ops". */
+  const char* version;     /**< The plugin's own version, e.g. "0.1.0". */
+  const char* doc;         /**< One line. */
   const sl_node_type* const* node_types;
   uint32_t node_type_count;
   const sl_function_def* const* functions;

@@ -67,7 +67,8 @@ TEST(Registry, RefusesAnotherAbiMajorNamingBothVersions) {
   p.abi_major = SL_ABI_MAJOR + 1;
   Status s = registry.add_plugin(&p, "/x/libnew.so", nullptr);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("/x/libnew.so: plugin was built for sluice ABI 2.0, this host speaks ABI 1.0"),
+  EXPECT_NE(s.message().find(
+                "/x/libnew.so: plugin was built for sluice ABI 2.0, this host speaks ABI 1.0"),
             std::string::npos)
       << s.message();
 }
@@ -132,7 +133,8 @@ TEST(Registry, RefusesAnOperatorWithoutProcess) {
   PluginRegistry registry;
   Status s = registry.add_plugin(&p, "/x/libp.so", nullptr);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("node type 'broken' is an operator without process"), std::string::npos);
+  EXPECT_NE(s.message().find("node type 'broken' is an operator without process"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // The executor, driven through real config validation and real node
 // descriptors registered like a plugin's: delivery order, end of input,
 // failures, escaped exceptions, timers on the virtual clock, back-pressure.
+#include "executor/task.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
-#include "executor/task.hpp"
 
 #include <gtest/gtest.h>
 
@@ -85,7 +85,8 @@ sl_status ticker_process(void*, sl_context* ctx, uint32_t, const sl_batch*) {
   return host()->timer_start(ctx, 1, 100'000'000);
 }
 sl_status ticker_on_timer(void*, sl_context* ctx, uint64_t id) {
-  g_log.push_back("timer" + std::to_string(id) + "@" + std::to_string(host()->now_ns(ctx) / 1'000'000));
+  g_log.push_back("timer" + std::to_string(id) + "@" +
+                  std::to_string(host()->now_ns(ctx) / 1'000'000));
   sl_value v = sl_int(host()->now_ns(ctx) / 1'000'000);
   return host()->emit_values(ctx, &v, 1);
 }
@@ -102,7 +103,8 @@ sl_status choke_on_timer(void*, sl_context* ctx, uint64_t) {
   return SL_OK;
 }
 
-const sl_param k_numbers_params[] = {{sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
+const sl_param k_numbers_params[] = {
+    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
 
 sl_node_type node(int32_t role, const char* name) {
   sl_node_type t{};
@@ -163,7 +165,7 @@ class TaskTest : public ::testing::Test {
       t.on_timer = choke_on_timer;
       return t;
     }();
-    static const sl_node_type* types[] = {&numbers, &record, &record_sink, &failing,
+    static const sl_node_type* types[] = {&numbers,  &record, &record_sink, &failing,
                                           &throwing, &ticker, &choke};
     static sl_plugin plugin = [] {
       sl_plugin p{};
@@ -210,8 +212,8 @@ inputs = ["src"]
   ASSERT_TRUE(task.start().is_ok());
   ASSERT_TRUE(task.run().is_ok());
   EXPECT_TRUE(task.complete());
-  std::vector<std::string> want{"poll:2", "a:0", "a:1", "b:0", "b:1", "poll:1",
-                                "a:2",    "b:2", "a:finish", "b:finish"};
+  std::vector<std::string> want{"poll:2", "a:0", "a:1", "b:0",      "b:1",
+                                "poll:1", "a:2", "b:2", "a:finish", "b:finish"};
   EXPECT_EQ(g_log, want);
 }
 
@@ -255,8 +257,9 @@ inputs = ["t"]
   ASSERT_TRUE(task.start().is_ok());
   Status s = task.run();
   ASSERT_FALSE(s.is_ok());
-  EXPECT_EQ(s.message(), "node 't' (throwing): process failed: INTERNAL: plugin let an exception "
-                         "escape (an ABI violation): boom");
+  EXPECT_EQ(s.message(),
+            "node 't' (throwing): process failed: INTERNAL: plugin let an exception "
+            "escape (an ABI violation): boom");
 }
 
 TEST_F(TaskTest, TimersFireInOrderOnTheVirtualClock) {
@@ -301,8 +304,8 @@ inputs = ["src"]
   ASSERT_TRUE(task.start().is_ok());
   ASSERT_TRUE(task.run().is_ok());
   // Every poll comes only after the previous batch's back-pressure was released.
-  std::vector<std::string> want{"poll:2", "choke:2", "release", "poll:2", "choke:2",
-                                "release", "poll:1", "choke:1"};
+  std::vector<std::string> want{"poll:2",  "choke:2", "release", "poll:2",
+                                "choke:2", "release", "poll:1",  "choke:1"};
   EXPECT_EQ(g_log, want);
 }
 

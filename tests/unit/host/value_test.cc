@@ -83,8 +83,8 @@ TEST(Value, WrappedBytesReleaseTheForeignBufferWithTheLastReference) {
   static char buffer[] = "payload";
   Released released;
   {
-    Value a = Value::adopt(bytes_wrap(buffer, 7, [](void* p) { ++static_cast<Released*>(p)->count; },
-                                      &released));
+    Value a = Value::adopt(bytes_wrap(
+        buffer, 7, [](void* p) { ++static_cast<Released*>(p)->count; }, &released));
     Value b = a;
     EXPECT_EQ(b.as_str(), "payload");
     EXPECT_EQ(b.as_str().data(), buffer);  // not copied

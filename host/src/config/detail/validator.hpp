@@ -1,0 +1,89 @@
+// The validator's working state. One instance checks one document; its
+// methods are spread over validator.cc (top level, nodes, graph) and
+// node_params.cc (params, function specs), which share this declaration.
+#pragma once
+
+#include "config/config_loader.hpp"
+#include "config/detail/toml_util.hpp"
+#include "config/graph_spec.hpp"
+#include "registry/plugin_registry.hpp"
+
+#include <toml++/toml.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::host::config_detail {
+
+// Where a finding belongs: the node and the (possibly dotted) key.
+struct Where {
+  std::string_view node_id;
+  std::string key;
+};
+
+class Validator {
+ public:
+  Validator(const ConfigDocument& doc, const PluginRegistry& registry);
+  Diagnosed<GraphSpec> run() &&;
+
+ private:
+  struct NodeDecl {
+    std::string id;
+    int32_t role;
+    const toml::key* key;
+    const toml::node* node;
+  };
+
+  // validator.cc
+  void check_top_level();
+  void check_runtime(const toml::node& node);
+  std::optional<int64_t> runtime_int(const toml::node& node, std::string_view key, int64_t min,
+                                     int64_t max);
+  std::vector<NodeDecl> collect_nodes();
+  NodeSpec check_node(const NodeDecl& decl);
+  void check_type(NodeSpec& node, const toml::table& table);
+  void check_inputs_syntax(NodeSpec& node, const toml::table& table);
+  void check_input_targets();
+  void check_graph();
+
+  // node_params.cc
+  Value check_node_params(const NodeSpec& node, const toml::table& table);
+  std::optional<Value> check_value(const ParamInfo& param, const toml::node& value,
+                                   const Where& where);
+  // `args_key` names the arguments in messages when they come from a sibling
+  // key or are missing (the string form).
+  std::optional<Value> normalise_function(const toml::node& spec, const TableEntry* sibling_args,
+                                          const Where& where, const std::string& args_key);
+  std::optional<Value> check_function_args(const FunctionInfo& fn, const toml::table* args,
+                                           SourcePos missing_pos, const Where& where);
+  std::optional<Value> function_default(const ParamInfo& param, SourcePos at, const Where& where);
+  std::optional<Value> parsed_default(const ParamInfo& param);
+
+  // Findings.
+  void error(SourcePos pos, std::string_view node_id, std::string key, std::string message);
+  void warning(SourcePos pos, std::string_view node_id, std::string key, std::string message);
+  [[nodiscard]] SourcePos pos(const toml::source_region& region) const {
+    return pos_of(file_, region);
+  }
+  [[nodiscard]] bool has_errors() const;
+
+  const ConfigDocument& doc_;
+  const PluginRegistry& registry_;
+  std::string file_;
+  GraphSpec spec_;
+  std::vector<Diagnostic> diags_;
+  bool inputs_incomplete_ = false;  // some node's `inputs` was missing or malformed
+};
+
+// "unknown WHAT 'wrong'; did you mean 'x'? valid LABEL are: a, b" (the
+// suggestion only when one is near).
+std::string unknown_name_message(std::string_view what, std::string_view wrong,
+                                 const std::vector<std::string>& candidates,
+                                 std::string_view valid_label);
+
+// What a param type accepts, for "expected ..." messages.
+std::string expected_text(int32_t param_type);
+
+}  // namespace sluice::host::config_detail

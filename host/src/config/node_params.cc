@@ -1,0 +1,343 @@
+// Params of a node and arguments of named functions: both are checked against
+// declared ParamInfo lists by the same rules, and defaults are filled in so
+// plugins never see an absent optional key that has a default.
+#include "config/detail/suggest.hpp"
+#include "config/detail/validator.hpp"
+#include "value/json.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <utility>
+
+namespace sluice::host::config_detail {
+namespace {
+
+// Keys the host owns in every node table; a param with such a name could
+// never be set, so it is skipped rather than misread.
+bool is_reserved(std::string_view key) { return key == "type" || key == "inputs"; }
+
+// SL_PARAM_FUNCTION rule (sluice.h): `args` belongs to the param named
+// `function`, `<name>_args` to any other.
+std::string args_key_for(const ParamInfo& p) {
+  return p.name == "function" ? std::string("args") : p.name + "_args";
+}
+
+bool looks_like_args_key(std::string_view key) {
+  return key == "args" || (key.size() > 5 && key.substr(key.size() - 5) == "_args");
+}
+
+std::string with_doc(const ParamInfo& p) {
+  std::string text = expected_text(p.type);
+  if (!p.doc.empty()) text += ": " + p.doc;
+  return text;
+}
+
+// "BASE; did you mean 'x'? valid LABEL are: a, b".
+std::string with_valid_list(std::string base, std::string_view wrong,
+                            const std::vector<std::string>& valid, std::string_view label) {
+  std::string suggestion = did_you_mean(wrong, valid);
+  return fmt::format("{}{}{} valid {} are: {}", base, suggestion, suggestion.empty() ? ";" : "",
+                     label, join_names(valid));
+}
+
+std::string dotted(std::string_view prefix, std::string_view key) {
+  return fmt::format("{}.{}", prefix, key);
+}
+
+}  // namespace
+
+std::string expected_text(int32_t param_type) {
+  switch (param_type) {
+    case SL_PARAM_BOOL: return "bool";
+    case SL_PARAM_INT: return "int";
+    case SL_PARAM_FLOAT: return "float";
+    case SL_PARAM_STRING: return "string";
+    case SL_PARAM_ARRAY: return "array";
+    case SL_PARAM_TABLE: return "table";
+    case SL_PARAM_ANY: return "any value";
+    case SL_PARAM_FUNCTION:
+      return "a function name (string) or a table { name = \"...\", args = { ... } }";
+    case SL_PARAM_DURATION: return "int (milliseconds)";
+    default: return "unknown";
+  }
+}
+
+Value Validator::check_node_params(const NodeSpec& node, const toml::table& table) {
+  const NodeTypeInfo& info = *node.info;
+  std::vector<std::string> valid{"type"};
+  if (node.role != SL_ROLE_SOURCE) valid.push_back("inputs");
+  std::map<std::string, const ParamInfo*, std::less<>> args_keys;  // args key -> its function param
+  for (const auto& p : info.params) {
+    if (!is_reserved(p.name)) valid.push_back(p.name);
+  }
+  for (const auto& p : info.params) {
+    if (is_reserved(p.name) || p.type != SL_PARAM_FUNCTION) continue;
+    // A declared param wins over the args-key reading of the same name.
+    if (info.find_param(args_key_for(p))) continue;
+    args_keys.emplace(args_key_for(p), &p);
+    valid.push_back(args_key_for(p));
+  }
+  const std::string valid_label = fmt::format("keys for type '{}'", info.name);
+
+  std::map<std::string, TableEntry, std::less<>> given;
+  std::map<std::string, TableEntry, std::less<>> args_given;  // by function param name
+  for (const auto& e : entries_in_file_order(table)) {
+    const std::string key(e.key->str());
+    if (is_reserved(key)) continue;
+    if (info.find_param(key)) {
+      given.emplace(key, e);
+    } else if (auto it = args_keys.find(key); it != args_keys.end()) {
+      args_given.emplace(it->second->name, e);
+    } else if (looks_like_args_key(key)) {
+      std::string owner = key == "args" ? "function" : key.substr(0, key.size() - 5);
+      error(pos(e.key->source()), node.id, key,
+            with_valid_list(fmt::format("'{}' holds arguments for a function parameter named '{}', "
+                                        "which type '{}' does not have",
+                                        key, owner, info.name),
+                            key, valid, valid_label));
+    } else {
+      error(pos(e.key->source()), node.id, key,
+            unknown_name_message("key", key, valid, valid_label));
+    }
+  }
+
+  std::vector<std::pair<std::string, Value>> entries;
+  for (const auto& p : info.params) {
+    if (is_reserved(p.name)) continue;
+    const Where where{node.id, p.name};
+    auto args_it = args_given.find(p.name);
+    const TableEntry* sibling = args_it == args_given.end() ? nullptr : &args_it->second;
+    std::optional<Value> value;
+    if (auto it = given.find(p.name); it != given.end()) {
+      value = p.type == SL_PARAM_FUNCTION
+                  ? normalise_function(*it->second.node, sibling, where, args_key_for(p))
+                  : check_value(p, *it->second.node, where);
+    } else {
+      if (sibling) {
+        error(pos(sibling->key->source()), node.id, std::string(sibling->key->str()),
+              fmt::format("function arguments are given, but '{}' (the function they are for) is "
+                          "not set",
+                          p.name));
+      }
+      if (p.required) {
+        error(node.pos, node.id, p.name,
+              fmt::format("missing; type '{}' requires it ({})", info.name, with_doc(p)));
+      } else if (p.default_json) {
+        value =
+            p.type == SL_PARAM_FUNCTION ? function_default(p, node.pos, where) : parsed_default(p);
+      }
+    }
+    if (value) entries.emplace_back(p.name, std::move(*value));
+  }
+  return Value::object(entries);
+}
+
+std::optional<Value> Validator::check_value(const ParamInfo& param, const toml::node& value,
+                                            const Where& where) {
+  bool ok = false;
+  switch (param.type) {
+    case SL_PARAM_BOOL: ok = value.is_boolean(); break;
+    case SL_PARAM_INT: ok = value.is_integer(); break;
+    case SL_PARAM_FLOAT:
+      // Plugins read one kind: `ratio = 1` arrives as 1.0.
+      if (const auto* i = value.as_integer()) return Value::floating(static_cast<double>(i->get()));
+      ok = value.is_floating_point();
+      break;
+    case SL_PARAM_STRING: ok = value.is_string(); break;
+    case SL_PARAM_ARRAY: ok = value.is_array(); break;
+    case SL_PARAM_TABLE: ok = value.is_table(); break;
+    case SL_PARAM_ANY: ok = true; break;
+    case SL_PARAM_FUNCTION:
+      return normalise_function(value, nullptr, where, dotted(where.key, "args"));
+    case SL_PARAM_DURATION:
+      if (const auto* i = value.as_integer(); i && i->get() < 0) {
+        error(pos(value.source()), where.node_id, where.key,
+              fmt::format("expected a non-negative int (milliseconds), got {}", i->get()));
+        return std::nullopt;
+      }
+      ok = value.is_integer();
+      break;
+    default: break;
+  }
+  if (!ok) {
+    error(pos(value.source()), where.node_id, where.key,
+          fmt::format("expected {}, got {}", expected_text(param.type), toml_type_name(value)));
+    return std::nullopt;
+  }
+  return to_value(value);
+}
+
+std::optional<Value> Validator::normalise_function(const toml::node& spec,
+                                                   const TableEntry* sibling_args,
+                                                   const Where& where,
+                                                   const std::string& args_key) {
+  const toml::node* name_node = nullptr;
+  const toml::node* args_node = nullptr;
+  std::string args_label = args_key;
+  bool ok = true;
+  if (spec.is_string()) {
+    name_node = &spec;
+    if (sibling_args) args_node = sibling_args->node;
+  } else if (const auto* table = spec.as_table()) {
+    for (const auto& e : entries_in_file_order(*table)) {
+      const std::string key(e.key->str());
+      if (key == "name") {
+        name_node = e.node;
+      } else if (key == "args") {
+        args_node = e.node;
+      } else {
+        error(pos(e.key->source()), where.node_id, dotted(where.key, key),
+              with_valid_list(fmt::format("unknown key '{}' in a function table", key), key,
+                              {"name", "args"}, "keys"));
+        ok = false;
+      }
+    }
+    args_label = dotted(where.key, "args");
+    if (sibling_args) {
+      error(
+          pos(sibling_args->key->source()), where.node_id, std::string(sibling_args->key->str()),
+          fmt::format("function arguments are given both here and in the table of '{}'; keep only "
+                      "the table's 'args'",
+                      where.key));
+      ok = false;
+    }
+    if (!name_node) {
+      error(pos(spec.source()), where.node_id, where.key,
+            fmt::format(
+                "function table has no 'name'; write {} = {{ name = \"...\", args = {{ ... }} }}",
+                where.key));
+      return std::nullopt;
+    }
+    if (!name_node->is_string()) {
+      error(pos(name_node->source()), where.node_id, dotted(where.key, "name"),
+            fmt::format("expected a function name (string), got {}", toml_type_name(*name_node)));
+      return std::nullopt;
+    }
+  } else {
+    error(
+        pos(spec.source()), where.node_id, where.key,
+        fmt::format("expected {}, got {}", expected_text(SL_PARAM_FUNCTION), toml_type_name(spec)));
+    return std::nullopt;
+  }
+
+  const std::string name = name_node->as_string()->get();
+  const FunctionInfo* fn = registry_.find_function(name);
+  if (!fn) {
+    auto names = registry_.function_names();
+    error(pos(name_node->source()), where.node_id, where.key,
+          names.empty() ? fmt::format("unknown function '{}'; no functions are registered (check "
+                                      "plugin_dirs)",
+                                      name)
+                        : unknown_name_message("function", name, names, "functions"));
+    return std::nullopt;
+  }
+  const toml::table* args = nullptr;
+  if (args_node) {
+    args = args_node->as_table();
+    if (!args) {
+      error(pos(args_node->source()), where.node_id, args_label,
+            fmt::format("expected a table of arguments for function '{}', got {}", name,
+                        toml_type_name(*args_node)));
+      return std::nullopt;
+    }
+  }
+  SourcePos missing_pos = pos(args_node ? args_node->source() : spec.source());
+  auto checked =
+      check_function_args(*fn, args, std::move(missing_pos), Where{where.node_id, args_label});
+  if (!checked || !ok) return std::nullopt;
+  std::vector<std::pair<std::string, Value>> entries{{"name", Value::string(name)},
+                                                     {"args", std::move(*checked)}};
+  return Value::object(entries);
+}
+
+std::optional<Value> Validator::check_function_args(const FunctionInfo& fn, const toml::table* args,
+                                                    SourcePos missing_pos, const Where& where) {
+  std::vector<std::string> valid;
+  for (const auto& p : fn.params) valid.push_back(p.name);
+  bool ok = true;
+  std::map<std::string, const toml::node*, std::less<>> given;
+  if (args) {
+    for (const auto& e : entries_in_file_order(*args)) {
+      const std::string key(e.key->str());
+      if (fn.find_param(key)) {
+        given.emplace(key, e.node);
+        continue;
+      }
+      error(pos(e.key->source()), where.node_id, dotted(where.key, key),
+            valid.empty()
+                ? fmt::format("unknown argument; function '{}' takes no arguments", fn.name)
+                : unknown_name_message("argument", key, valid,
+                                       fmt::format("arguments of function '{}'", fn.name)));
+      ok = false;
+    }
+  }
+  std::vector<std::pair<std::string, Value>> entries;
+  for (const auto& p : fn.params) {
+    const Where arg_where{where.node_id, dotted(where.key, p.name)};
+    std::optional<Value> value;
+    if (auto it = given.find(p.name); it != given.end()) {
+      value = check_value(p, *it->second, arg_where);
+      if (!value) ok = false;
+    } else if (p.required) {
+      error(missing_pos, where.node_id, arg_where.key,
+            fmt::format("missing; function '{}' requires it ({})", fn.name, with_doc(p)));
+      ok = false;
+    } else if (p.default_json) {
+      value = p.type == SL_PARAM_FUNCTION ? function_default(p, missing_pos, arg_where)
+                                          : parsed_default(p);
+    }
+    if (value) entries.emplace_back(p.name, std::move(*value));
+  }
+  if (!ok) return std::nullopt;
+  return Value::object(entries);
+}
+
+std::optional<Value> Validator::parsed_default(const ParamInfo& param) {
+  // The registry checked at load time that the default parses and fits.
+  auto parsed = json_parse(*param.default_json);
+  if (!parsed.is_ok()) return std::nullopt;
+  Value v = std::move(parsed).value();
+  if (param.type == SL_PARAM_FLOAT && v.is_int())
+    return Value::floating(static_cast<double>(v.as_int()));
+  return v;
+}
+
+std::optional<Value> Validator::function_default(const ParamInfo& param, SourcePos at,
+                                                 const Where& where) {
+  auto parsed = parsed_default(param);
+  if (!parsed) return std::nullopt;
+  std::string name;
+  std::optional<Value> given_args;
+  if (parsed->is_string()) {
+    name = std::string(parsed->as_str());
+  } else if (auto n = parsed->get("name"); n && n->is_string()) {
+    name = std::string(n->as_str());
+    if (auto a = parsed->get("args"); a && a->is_object()) given_args = std::move(*a);
+  } else {
+    error(at, where.node_id, where.key,
+          fmt::format("the plugin's default '{}' is not a function spec; set '{}' explicitly",
+                      *param.default_json, where.key));
+    return std::nullopt;
+  }
+  const FunctionInfo* fn = registry_.find_function(name);
+  if (!fn) {
+    error(at, where.node_id, where.key,
+          fmt::format("the default function '{}' is not provided by any loaded plugin; set '{}' "
+                      "explicitly or load the plugin that provides '{}'",
+                      name, where.key, name));
+    return std::nullopt;
+  }
+  std::vector<std::pair<std::string, Value>> args;
+  for (const auto& p : fn->params) {
+    std::optional<Value> value;
+    if (given_args) value = given_args->get(p.name);
+    if (!value && p.default_json) value = parsed_default(p);
+    if (value) args.emplace_back(p.name, std::move(*value));
+  }
+  std::vector<std::pair<std::string, Value>> entries{{"name", Value::string(name)},
+                                                     {"args", Value::object(args)}};
+  return Value::object(entries);
+}
+
+}  // namespace sluice::host::config_detail

@@ -1,0 +1,7 @@
+target_sources(sluice_host_core PRIVATE
+  src/config/graph_spec.cc
+  src/config/config_loader.cc
+  src/config/validator.cc
+  src/config/node_params.cc
+  src/config/detail/toml_util.cc
+  src/config/detail/suggest.cc)

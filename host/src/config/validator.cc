@@ -1,0 +1,450 @@
+// Top-level keys, [runtime], node declarations, types, inputs and graph-wide
+// checks. Param and function checks live in node_params.cc.
+#include "config/detail/validator.hpp"
+#include "config/config_validator.hpp"
+#include "config/detail/suggest.hpp"
+#include "graph/topology.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace sluice::host {
+namespace config_detail {
+namespace {
+
+struct Section {
+  int32_t role;
+  std::string_view name;  // top-level key
+  std::string_view noun;  // "source"
+};
+constexpr std::array<Section, 3> k_sections{{{SL_ROLE_SOURCE, "sources", "source"},
+                                             {SL_ROLE_OPERATOR, "operators", "operator"},
+                                             {SL_ROLE_SINK, "sinks", "sink"}}};
+
+const Section& section_of(int32_t role) {
+  for (const auto& s : k_sections) {
+    if (s.role == role) return s;
+  }
+  return k_sections[1];
+}
+
+std::string_view article(std::string_view noun) {
+  return noun.find_first_of("aeiou") == 0 ? "an" : "a";
+}
+
+const std::vector<std::string> k_top_level_keys{"name",    "plugin_dirs", "runtime",
+                                                "sources", "operators",   "sinks"};
+const std::vector<std::string> k_runtime_keys{"batch_size", "tasks", "shutdown_timeout_ms"};
+
+bool valid_node_id(std::string_view id) {
+  if (id.empty()) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+bool before(const SourcePos& a, const SourcePos& b) {
+  return a.line != b.line ? a.line < b.line : a.column < b.column;
+}
+
+}  // namespace
+
+std::string unknown_name_message(std::string_view what, std::string_view wrong,
+                                 const std::vector<std::string>& candidates,
+                                 std::string_view valid_label) {
+  std::string suggestion = did_you_mean(wrong, candidates);
+  return fmt::format("unknown {} '{}'{}{} valid {} are: {}", what, wrong, suggestion,
+                     suggestion.empty() ? ";" : "", valid_label, join_names(candidates));
+}
+
+Validator::Validator(const ConfigDocument& doc, const PluginRegistry& registry)
+    : doc_(doc), registry_(registry), file_(doc.source_name()) {
+  spec_.file = doc.file;
+  spec_.name = doc.file.stem().string();
+}
+
+void Validator::error(SourcePos at, std::string_view node_id, std::string key,
+                      std::string message) {
+  diags_.push_back(Diagnostic{Severity::error, std::move(at), std::string(node_id), std::move(key),
+                              std::move(message)});
+}
+
+void Validator::warning(SourcePos at, std::string_view node_id, std::string key,
+                        std::string message) {
+  diags_.push_back(Diagnostic{Severity::warning, std::move(at), std::string(node_id),
+                              std::move(key), std::move(message)});
+}
+
+bool Validator::has_errors() const {
+  return std::any_of(diags_.begin(), diags_.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::error; });
+}
+
+Diagnosed<GraphSpec> Validator::run() && {
+  check_top_level();
+  for (const auto& decl : collect_nodes()) spec_.nodes.push_back(check_node(decl));
+  check_input_targets();
+  check_graph();
+  // Read top to bottom like the file; findings without a line come first.
+  std::stable_sort(diags_.begin(), diags_.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return before(a.pos, b.pos); });
+  Diagnosed<GraphSpec> out;
+  if (!has_errors()) out.value = std::move(spec_);
+  out.diagnostics = std::move(diags_);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Top level and [runtime]
+
+void Validator::check_top_level() {
+  for (const auto& e : entries_in_file_order(doc_.root)) {
+    const std::string key(e.key->str());
+    const toml::node& node = *e.node;
+    if (key == "name") {
+      if (const auto* s = node.as_string()) {
+        spec_.name = s->get();
+      } else {
+        error(pos(node.source()), "", key,
+              fmt::format("expected string (the pipeline's name), got {}", toml_type_name(node)));
+      }
+    } else if (key == "plugin_dirs") {
+      auto dirs = config_plugin_dirs(doc_);
+      diags_.insert(diags_.end(), dirs.diagnostics.begin(), dirs.diagnostics.end());
+      if (dirs.value) spec_.plugin_dirs = std::move(*dirs.value);
+    } else if (key == "runtime") {
+      check_runtime(node);
+    } else if (key == "sources" || key == "operators" || key == "sinks") {
+      if (!node.is_table()) {
+        error(pos(node.source()), "", key,
+              fmt::format("expected a table of nodes ([{}.ID] sections), got {}", key,
+                          toml_type_name(node)));
+      }
+    } else {
+      error(pos(e.key->source()), "", key,
+            unknown_name_message("top-level key", key, k_top_level_keys, "top-level keys"));
+    }
+  }
+}
+
+std::optional<int64_t> Validator::runtime_int(const toml::node& node, std::string_view key,
+                                              int64_t min, int64_t max) {
+  const std::string full_key = fmt::format("runtime.{}", key);
+  const std::string range = max == std::numeric_limits<int64_t>::max()
+                                ? fmt::format(">= {}", min)
+                                : fmt::format("{}..{}", min, max);
+  const auto* i = node.as_integer();
+  if (!i) {
+    error(pos(node.source()), "", full_key,
+          fmt::format("expected int ({}), got {}", range, toml_type_name(node)));
+    return std::nullopt;
+  }
+  if (i->get() < min || i->get() > max) {
+    error(pos(node.source()), "", full_key,
+          fmt::format("{} is out of range; valid values are {}", i->get(), range));
+    return std::nullopt;
+  }
+  return i->get();
+}
+
+void Validator::check_runtime(const toml::node& node) {
+  const auto* table = node.as_table();
+  if (!table) {
+    error(pos(node.source()), "", "runtime",
+          fmt::format("expected a table ([runtime]), got {}", toml_type_name(node)));
+    return;
+  }
+  for (const auto& e : entries_in_file_order(*table)) {
+    const std::string key(e.key->str());
+    if (key == "batch_size") {
+      if (auto v = runtime_int(*e.node, key, 1, 1'000'000))
+        spec_.runtime.batch_size = static_cast<uint32_t>(*v);
+    } else if (key == "tasks") {
+      if (auto v = runtime_int(*e.node, key, 1, 256))
+        spec_.runtime.tasks = static_cast<uint32_t>(*v);
+    } else if (key == "shutdown_timeout_ms") {
+      if (auto v = runtime_int(*e.node, key, 0, std::numeric_limits<int64_t>::max())) {
+        spec_.runtime.shutdown_timeout_ms = *v;
+      }
+    } else {
+      error(pos(e.key->source()), "", fmt::format("runtime.{}", key),
+            unknown_name_message("key", key, k_runtime_keys, "[runtime] keys"));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Node declarations
+
+std::vector<Validator::NodeDecl> Validator::collect_nodes() {
+  std::vector<NodeDecl> decls;
+  for (const auto& section : k_sections) {
+    const toml::table* table = doc_.root[section.name].as_table();
+    if (!table) continue;
+    for (const auto& e : entries_in_file_order(*table)) {
+      decls.push_back({std::string(e.key->str()), section.role, e.key, e.node});
+    }
+  }
+
+  // Ids are unique across sections. The declaration later in the file is the
+  // one reported (and dropped), wherever its section is.
+  std::vector<size_t> by_position(decls.size());
+  for (size_t i = 0; i < decls.size(); ++i) by_position[i] = i;
+  std::stable_sort(by_position.begin(), by_position.end(), [&](size_t a, size_t b) {
+    return before(pos(decls[a].key->source()), pos(decls[b].key->source()));
+  });
+  std::map<std::string, size_t, std::less<>> first;
+  std::vector<bool> dropped(decls.size(), false);
+  for (size_t i : by_position) {
+    const NodeDecl& d = decls[i];
+    auto [it, inserted] = first.emplace(d.id, i);
+    if (inserted) continue;
+    const NodeDecl& earlier = decls[it->second];
+    error(pos(d.key->source()), d.id, "",
+          fmt::format("id already used by the {} at line {} ([{}.{}]); node ids must be unique "
+                      "across sources, operators and sinks",
+                      section_of(earlier.role).noun, earlier.key->source().begin.line,
+                      section_of(earlier.role).name, earlier.id));
+    dropped[i] = true;
+  }
+
+  std::vector<NodeDecl> out;
+  for (size_t i = 0; i < decls.size(); ++i) {
+    if (dropped[i]) continue;
+    if (!valid_node_id(decls[i].id)) {
+      error(pos(decls[i].key->source()), decls[i].id, "",
+            "invalid node id: use only letters, digits, '_' and '-'");
+    }
+    out.push_back(decls[i]);
+  }
+  return out;
+}
+
+NodeSpec Validator::check_node(const NodeDecl& decl) {
+  NodeSpec node;
+  node.id = decl.id;
+  node.role = decl.role;
+  node.pos = pos(decl.node->source());
+  node.config = Value::object({});
+  const auto& section = section_of(decl.role);
+  const toml::table* table = decl.node->as_table();
+  if (!table) {
+    error(pos(decl.node->source()), node.id, "",
+          fmt::format("expected a table ([{}.{}] or {} = {{ type = \"...\" }}), got {}",
+                      section.name, node.id, node.id, toml_type_name(*decl.node)));
+    return node;
+  }
+  for (const auto& e : entries_in_file_order(*table)) {
+    node.key_pos.emplace(std::string(e.key->str()), pos(e.key->source()));
+  }
+  check_type(node, *table);
+  check_inputs_syntax(node, *table);
+  if (node.info) node.config = check_node_params(node, *table);
+  return node;
+}
+
+void Validator::check_type(NodeSpec& node, const toml::table& table) {
+  const auto& section = section_of(node.role);
+  const auto valid = registry_.node_type_names(node.role);
+  const std::string valid_text =
+      valid.empty() ? fmt::format("no {} types are registered (check plugin_dirs)", section.noun)
+                    : fmt::format("valid {} types are: {}", section.noun, join_names(valid));
+  const toml::node* type = table.get("type");
+  if (!type) {
+    error(node.pos, node.id, "type",
+          fmt::format("missing; every node needs a type; {}", valid_text));
+    return;
+  }
+  const auto* name = type->as_string();
+  if (!name) {
+    error(pos(type->source()), node.id, "type",
+          fmt::format("expected string (a {} type), got {}; {}", section.noun,
+                      toml_type_name(*type), valid_text));
+    return;
+  }
+  node.type = name->get();
+  const NodeTypeInfo* info = registry_.find_node_type(node.type);
+  if (!info) {
+    std::string message =
+        valid.empty() ? fmt::format("unknown {} type '{}'; {}", section.noun, node.type, valid_text)
+                      : unknown_name_message(fmt::format("{} type", section.noun), node.type, valid,
+                                             fmt::format("{} types", section.noun));
+    error(pos(type->source()), node.id, "type", std::move(message));
+    return;
+  }
+  if (info->role != node.role) {
+    const auto& right = section_of(info->role);
+    error(pos(type->source()), node.id, "type",
+          fmt::format("'{}' is {} {}: declare it under [{}.{}]", node.type, article(right.noun),
+                      right.noun, right.name, node.id));
+    return;
+  }
+  node.info = info;
+}
+
+// ---------------------------------------------------------------------------
+// Inputs
+
+void Validator::check_inputs_syntax(NodeSpec& node, const toml::table& table) {
+  const toml::node* inputs = table.get("inputs");
+  if (node.role == SL_ROLE_SOURCE) {
+    if (inputs) {
+      error(node.key_pos["inputs"], node.id, "inputs",
+            "a source reads no other node; remove 'inputs', or declare the node under "
+            "[operators.ID] if it should read one");
+    }
+    return;
+  }
+  const auto noun = section_of(node.role).noun;
+  // When `inputs` cannot be read, what the node reads is unknown, which
+  // silences the unread-output warnings (see check_graph).
+  auto unreadable = [&](SourcePos at, std::string message) {
+    inputs_incomplete_ = true;
+    error(std::move(at), node.id, "inputs", std::move(message));
+  };
+  if (!inputs) {
+    unreadable(node.pos, fmt::format("missing; {} {} needs inputs = [\"ID\", ...] naming the nodes "
+                                     "it reads",
+                                     article(noun), noun));
+    return;
+  }
+  if (inputs->is_string()) {
+    unreadable(pos(inputs->source()),
+               fmt::format("expected an array of node ids, got string; write inputs = [\"{}\"]",
+                           inputs->as_string()->get()));
+    return;
+  }
+  const auto* array = inputs->as_array();
+  if (!array) {
+    unreadable(pos(inputs->source()), fmt::format("expected an array of node ids (strings), got {}",
+                                                  toml_type_name(*inputs)));
+    return;
+  }
+  if (array->empty()) {
+    unreadable(pos(inputs->source()), "is empty; list at least one node id to read from");
+    return;
+  }
+  bool all_strings = true;
+  std::set<std::string, std::less<>> seen;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& item = (*array)[i];
+    const auto* id = item.as_string();
+    if (!id) {
+      unreadable(pos(item.source()), fmt::format("item {}: expected a node id (string), got {}", i,
+                                                 toml_type_name(item)));
+      all_strings = false;
+      continue;
+    }
+    if (!seen.insert(id->get()).second) {
+      error(pos(item.source()), node.id, "inputs",
+            fmt::format("'{}' is listed twice; list each input once", id->get()));
+      continue;
+    }
+    node.inputs.push_back(InputRef{id->get(), pos(item.source())});
+  }
+  if (!node.info || !all_strings) return;
+  const auto count = static_cast<int64_t>(array->size());
+  const int64_t min = node.info->min_inputs;
+  const int64_t max = node.info->max_inputs;
+  auto plural = [](int64_t n) { return n == 1 ? "input" : "inputs"; };
+  if (min == max && count != min) {
+    error(pos(inputs->source()), node.id, "inputs",
+          fmt::format("type '{}' takes exactly {} {}, got {}", node.type, min, plural(min), count));
+  } else if (count < min) {
+    error(
+        pos(inputs->source()), node.id, "inputs",
+        fmt::format("type '{}' takes at least {} {}, got {}", node.type, min, plural(min), count));
+  } else if (max != SL_INPUTS_UNLIMITED && count > max) {
+    error(pos(inputs->source()), node.id, "inputs",
+          fmt::format("type '{}' takes at most {} {}, got {}", node.type, max, plural(max), count));
+  }
+}
+
+void Validator::check_input_targets() {
+  for (const auto& node : spec_.nodes) {
+    std::vector<std::string> readable;
+    for (const auto& n : spec_.nodes) {
+      if (n.role != SL_ROLE_SINK && n.id != node.id) readable.push_back(n.id);
+    }
+    for (const auto& ref : node.inputs) {
+      const NodeSpec* target = spec_.find(ref.id);
+      if (!target) {
+        error(ref.pos, node.id, "inputs",
+              unknown_name_message("node", ref.id, readable, "inputs (sources and operators)"));
+      } else if (target->role == SL_ROLE_SINK) {
+        error(ref.pos, node.id, "inputs",
+              fmt::format("'{}' is a sink: sinks have no output to read; valid inputs (sources and "
+                          "operators) are: {}",
+                          ref.id, join_names(readable)));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Graph-wide
+
+void Validator::check_graph() {
+  const auto& nodes = spec_.nodes;
+  if (std::none_of(nodes.begin(), nodes.end(),
+                   [](const NodeSpec& n) { return n.role == SL_ROLE_SOURCE; })) {
+    const toml::node* sources = doc_.root.get("sources");
+    SourcePos at = sources ? pos(sources->source()) : SourcePos{file_, 1, 1};
+    auto types = registry_.node_type_names(SL_ROLE_SOURCE);
+    error(
+        at, "", "",
+        fmt::format("the pipeline has no source; declare one under [sources.ID] (source types: {})",
+                    join_names(types)));
+  }
+
+  spec_.topo_order = stable_topo_order(spec_);
+  for (const auto& cycle : find_cycles(spec_)) {
+    std::string path;
+    for (size_t i : cycle) path += nodes[i].id + " -> ";
+    path += nodes[cycle.front()].id;
+    // Point at the edge that closes the loop: the first node reading the last.
+    const NodeSpec& first = nodes[cycle.front()];
+    const std::string& last = nodes[cycle.back()].id;
+    auto ref = std::find_if(first.inputs.begin(), first.inputs.end(),
+                            [&](const InputRef& r) { return r.id == last; });
+    error(
+        ref != first.inputs.end() ? ref->pos : first.pos, first.id, "inputs",
+        fmt::format("cycle: {}; a pipeline must not feed a node's output back into itself", path));
+  }
+
+  // An unread-output warning is noise when some node's inputs could not be
+  // read: fixing that node may well make it the reader.
+  if (inputs_incomplete_) return;
+  std::set<std::string_view> read;
+  for (const auto& n : nodes) {
+    for (const auto& ref : n.inputs) read.insert(ref.id);
+  }
+  for (const auto& n : nodes) {
+    if (n.role == SL_ROLE_SINK || read.count(n.id)) continue;
+    warning(n.pos, n.id, "",
+            fmt::format("output is not read by any node; add '{}' to the inputs of an operator or "
+                        "sink, or remove it",
+                        n.id));
+  }
+}
+
+}  // namespace config_detail
+
+Diagnosed<GraphSpec> validate_config(const ConfigDocument& doc, const PluginRegistry& registry) {
+  return config_detail::Validator(doc, registry).run();
+}
+
+Diagnosed<GraphSpec> load_config(const std::filesystem::path& file,
+                                 const PluginRegistry& registry) {
+  auto parsed = parse_config_file(file);
+  if (!parsed.value) return {std::nullopt, std::move(parsed.diagnostics)};
+  return validate_config(*parsed.value, registry);
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,105 @@
+#include "graph/graph_export.hpp"
+
+#include "value/json.hpp"
+
+#include <fmt/format.h>
+
+namespace sluice::host {
+namespace {
+
+// A DOT double-quoted string. Backslash escapes are kept for `\n` line breaks
+// in labels, so a literal backslash must be doubled.
+std::string dot_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': break;
+      default: out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string_view dot_shape(int32_t role) {
+  switch (role) {
+    case SL_ROLE_SOURCE: return "invhouse";
+    case SL_ROLE_SINK: return "house";
+    default: return "box";
+  }
+}
+
+// JSON string through the value writer, so escaping has one implementation.
+void append_json_string(std::string& out, std::string_view s) {
+  json_append(out, Value::string(s).raw());
+}
+
+}  // namespace
+
+std::string to_dot(const GraphSpec& graph) {
+  std::string out = fmt::format("digraph {} {{\n  rankdir=LR;\n  node [fontname=\"sans-serif\"];\n",
+                                dot_quote(graph.name));
+  for (const auto& node : graph.nodes) {
+    out += fmt::format("  {} [label={}, shape={}];\n", dot_quote(node.id),
+                       dot_quote(node.id + "\n" + node.type), dot_shape(node.role));
+  }
+  for (const auto& node : graph.nodes) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      out += fmt::format("  {} -> {}", dot_quote(node.inputs[i].id), dot_quote(node.id));
+      if (node.inputs.size() > 1) out += fmt::format(" [label=\"{}\"]", i);
+      out += ";\n";
+    }
+  }
+  out += "}\n";
+  return out;
+}
+
+std::string to_json(const GraphSpec& graph) {
+  std::string out = "{\"name\":";
+  append_json_string(out, graph.name);
+  out += ",\"nodes\":[";
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const NodeSpec& node = graph.nodes[n];
+    if (n > 0) out += ',';
+    out += "{\"id\":";
+    append_json_string(out, node.id);
+    out += ",\"role\":";
+    append_json_string(out, role_name(node.role));
+    out += ",\"type\":";
+    append_json_string(out, node.type);
+    out += ",\"plugin\":";
+    if (node.info && node.info->plugin) {
+      append_json_string(out, node.info->plugin->name);
+    } else {
+      out += "null";
+    }
+    out += ",\"inputs\":[";
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (i > 0) out += ',';
+      append_json_string(out, node.inputs[i].id);
+    }
+    out += "],\"config\":";
+    json_append(out, node.config.raw());
+    out += '}';
+  }
+  out += "],\"edges\":[";
+  bool first = true;
+  for (const auto& node : graph.nodes) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"from\":";
+      append_json_string(out, node.inputs[i].id);
+      out += ",\"to\":";
+      append_json_string(out, node.id);
+      out += fmt::format(",\"input\":{}}}", i);
+    }
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,192 @@
+// from_textfile: the lines of a text file, optionally followed as it grows.
+#include <sluice/sluice.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sources.hpp"
+
+namespace sluice::core_ops {
+
+using sdk::Config;
+using sdk::Context;
+using sdk::Result;
+using sdk::SourceState;
+using sdk::Status;
+using sdk::Value;
+using sdk::ValueRef;
+
+namespace {
+// The config of the node being created, for the member initialisers below.
+Config config_of(const sl_node_init& init) { return Config(init); }
+}  // namespace
+
+FromTextfile::FromTextfile(const sl_node_init& init) : FromTextfile(init, config_of(init)) {}
+
+FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
+    : path_(cfg.get_string("path")),
+      delimiter_(cfg.get_string("delimiter")),
+      from_end_(cfg.get_bool("from_end")),
+      follow_(cfg.get_bool("follow")),
+      poll_interval_(cfg.get_duration("poll_interval_ms")),
+      reads_(init.task_index == 0) {
+  if (path_.empty()) cfg.fail("path", "must not be empty");
+  if (delimiter_.empty()) cfg.fail("delimiter", R"(must not be empty ("\n" reads lines))");
+  if (poll_interval_.count() <= 0) {
+    cfg.fail("poll_interval_ms",
+             "must be positive (got " + std::to_string(poll_interval_.count()) + ")");
+  }
+}
+
+FromTextfile::~FromTextfile() { close_file(); }
+
+void FromTextfile::close_file() noexcept {
+  if (fd_ >= 0) ::close(fd_);  // read-only: nothing to lose on close
+  fd_ = -1;
+}
+
+Status FromTextfile::start(Context /*ctx*/) {
+  if (!reads_) return {};  // one file, no partitions: task 0 reads it
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return sdk::errno_status(errno, "from_textfile: cannot open '" + path_ + "'");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    return sdk::errno_status(errno, "from_textfile: cannot stat '" + path_ + "'");
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return sdk::invalid_argument("from_textfile: '" + path_ + "' is a directory, not a file");
+  }
+  off_t start_at = -1;
+  if (restored_offset_ >= 0) {
+    if (S_ISREG(st.st_mode) && restored_offset_ > st.st_size && !follow_) {
+      return sdk::failed_precondition("from_textfile: the checkpoint is at byte " +
+                                      std::to_string(restored_offset_) + " of '" + path_ +
+                                      "', which now has only " + std::to_string(st.st_size) +
+                                      " bytes (truncated or replaced since)");
+    }
+    start_at = ::lseek(fd_, restored_offset_, SEEK_SET);
+  } else if (from_end_) {
+    start_at = ::lseek(fd_, 0, SEEK_END);
+  } else {
+    return {};
+  }
+  if (start_at < 0) {
+    return sdk::errno_status(errno, "from_textfile: cannot seek in '" + path_ + "'");
+  }
+  file_pos_ = start_at;
+  return {};
+}
+
+Result<size_t> FromTextfile::read_chunk() {
+  if (begin_ > 0) {  // drop what was emitted; keeps the buffer at one partial line + a chunk
+    buf_.erase(0, begin_);
+    scan_ -= begin_;
+    begin_ = 0;
+  }
+  const size_t old_size = buf_.size();
+  buf_.resize(old_size + k_chunk);
+  ssize_t n = 0;
+  do {
+    n = ::read(fd_, buf_.data() + old_size, k_chunk);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    const int err = errno;
+    buf_.resize(old_size);
+    return sdk::errno_status(err, "from_textfile: cannot read '" + path_ + "'");
+  }
+  buf_.resize(old_size + static_cast<size_t>(n));
+  file_pos_ += n;
+  return static_cast<size_t>(n);
+}
+
+Result<bool> FromTextfile::restart_if_truncated(Context ctx) {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    return sdk::errno_status(errno, "from_textfile: cannot stat '" + path_ + "'");
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size >= file_pos_) return false;
+  ctx.log_warn("from_textfile: '" + path_ + "' shrank to " + std::to_string(st.st_size) +
+               " bytes after " + std::to_string(file_pos_) +
+               " were read; reading it from the start");
+  if (::lseek(fd_, 0, SEEK_SET) < 0) {
+    return sdk::errno_status(errno, "from_textfile: cannot seek in '" + path_ + "'");
+  }
+  buf_.clear();
+  begin_ = scan_ = 0;
+  file_pos_ = 0;
+  return true;
+}
+
+Result<SourceState> FromTextfile::poll(Context ctx, uint32_t budget) {
+  if (!reads_) return SourceState::done;
+  if (fd_ < 0) return sdk::failed_precondition("from_textfile: polled while the file is closed");
+  const size_t limit = std::max<uint32_t>(budget, 1);
+  bool at_eof = false;
+  out_.clear();
+  while (out_.size() < limit) {
+    const std::string_view buf(buf_);
+    const size_t pos = buf.find(delimiter_, scan_);
+    if (pos != std::string_view::npos) {
+      out_.push_back(Value::string(buf.substr(begin_, pos - begin_)));
+      begin_ = scan_ = pos + delimiter_.size();
+      continue;
+    }
+    // No whole line left; a delimiter may still begin in the last size-1 bytes.
+    scan_ = std::max(begin_, buf.size() - std::min(buf.size(), delimiter_.size() - 1));
+    SLUICE_SDK_ASSIGN_OR_RETURN(const size_t n, read_chunk());
+    if (n == 0) {
+      at_eof = true;
+      break;
+    }
+  }
+
+  SourceState state = SourceState::more;
+  if (at_eof && !follow_) {
+    if (begin_ < buf_.size() && out_.size() < limit) {  // the last line has no delimiter
+      out_.push_back(Value::string(std::string_view(buf_).substr(begin_)));
+      begin_ = scan_ = buf_.size();
+    }
+    if (begin_ == buf_.size()) state = SourceState::done;
+  } else if (at_eof) {
+    SLUICE_SDK_ASSIGN_OR_RETURN(const bool restarted, restart_if_truncated(ctx));
+    if (!restarted) state = SourceState::idle;
+  }
+
+  const Status emitted = out_.empty() ? Status() : ctx.emit_values(out_);
+  out_.clear();
+  SLUICE_SDK_RETURN_IF_ERROR(emitted);
+  if (state == SourceState::done) close_file();
+  if (state == SourceState::idle) {
+    // Polled again when the timer fires: never an OS sleep on the executor.
+    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_follow_timer, poll_interval_));
+  }
+  return state;
+}
+
+void FromTextfile::stop(Context ctx) {
+  ctx.timer_cancel(k_follow_timer);
+  close_file();
+}
+
+Result<Value> FromTextfile::snapshot(Context /*ctx*/) {
+  return Value::object({{"offset", Value::integer(next_line_offset())}});
+}
+
+Status FromTextfile::restore(Context /*ctx*/, ValueRef state) {
+  std::optional<Value> offset = state.get("offset");
+  if (!offset || !offset->is_int() || offset->as_int() < 0) {
+    return sdk::invalid_argument("from_textfile: checkpoint state has no valid 'offset': " +
+                                 state.to_json());
+  }
+  restored_offset_ = offset->as_int();
+  return {};
+}
+
+}  // namespace sluice::core_ops

@@ -1,0 +1,403 @@
+// sluice/detail/context.hpp — Context (the host services for one node), Function (a bound
+// named function), Batch (a view of incoming messages) and Config (typed config getters).
+// Part of sluice.hpp; include <sluice/sluice.hpp>, not this file.
+#ifndef SLUICE_DETAIL_CONTEXT_HPP
+#define SLUICE_DETAIL_CONTEXT_HPP
+
+#include <sluice/detail/host.hpp>
+#include <sluice/detail/status.hpp>
+#include <sluice/detail/value.hpp>
+#include <sluice/sluice.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace sluice::sdk {
+
+/// A named function bound to its arguments (host function_bind), owned: released with
+/// function_release on destruction. Move-only. Calls run on the binding node's executor
+/// thread only; a failed call's reason is already set on the binding node's context, so
+/// failures come back as Status::reported.
+class Function {
+ public:
+  /// No function (operator bool is false).
+  Function() noexcept = default;
+  /// Takes ownership of a binding made by host function_bind.
+  explicit Function(sl_bound_function* fn) noexcept : fn_(fn) {}
+  /// Move.
+  Function(Function&& other) noexcept : fn_(std::exchange(other.fn_, nullptr)) {}
+  /// Move-assign (releases the binding held before).
+  Function& operator=(Function&& other) noexcept {
+    std::swap(fn_, other.fn_);
+    return *this;
+  }
+  Function(const Function&) = delete;
+  Function& operator=(const Function&) = delete;
+  /// Releases the binding.
+  ~Function() {
+    if (fn_ != nullptr) host().function_release(fn_);
+  }
+
+  /// True when a function is bound.
+  explicit operator bool() const noexcept { return fn_ != nullptr; }
+  /// SL_FUNCTION_MAP, SL_FUNCTION_PREDICATE or SL_FUNCTION_REDUCER.
+  [[nodiscard]] int32_t kind() const noexcept { return host().function_kind(fn_); }
+  /// The C binding, still owned by this object.
+  [[nodiscard]] sl_bound_function* raw() const noexcept { return fn_; }
+
+  /// f(argv...): the result is owned by the returned Value.
+  [[nodiscard]] Result<Value> call(std::span<const sl_value> argv) const {
+    sl_value out = sl_null();
+    sl_status st = host().function_call(fn_, argv.data(), static_cast<uint32_t>(argv.size()), &out);
+    if (st != SL_OK) return Status::reported(st);
+    return Value::adopt(out);
+  }
+  /// f(args...) with Values or ValueRefs, e.g. `fn.call(state, element)`.
+  template <class... Args>
+  requires(std::is_convertible_v<const Args&, ValueRef>&&...)
+      [[nodiscard]] Result<Value> call(const Args&... args) const {
+    const std::array<sl_value, sizeof...(Args)> argv{ValueRef(args).raw()...};
+    return call(std::span<const sl_value>(argv));
+  }
+  /// out[i] = f(in[i]) for the one-argument form, through the function's batch form when it
+  /// has one. Precondition: out.size() >= in.size(). What `out` held is released first; on
+  /// failure every out[i] is null.
+  Status call_batch(std::span<const sl_value> in, std::span<Value> out) const {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = Value();
+    // Value has sl_value's layout, so the host writes owned values straight into `out`.
+    auto* slots = reinterpret_cast<sl_value*>(out.data());
+    sl_status st = host().function_call_batch(fn_, in.data(), in.size(), slots);
+    if (st == SL_OK) return {};
+    for (size_t i = 0; i < in.size(); ++i) slots[i] = sl_null();  // nothing is owned
+    return Status::reported(st);
+  }
+
+ private:
+  sl_bound_function* fn_ = nullptr;
+};
+
+/// The host's services for one node (a copyable handle over sl_context*, valid from the
+/// node's create until its destroy). Unless a method says thread-safe, call it only on the
+/// node's executor thread, inside a callback.
+class Context {
+ public:
+  /// Wraps a context the host handed to a callback.
+  explicit Context(sl_context* ctx) noexcept : ctx_(ctx) {}
+  /// The C context.
+  [[nodiscard]] sl_context* raw() const noexcept { return ctx_; }
+  /// The node's id in the config, valid as long as the context.
+  [[nodiscard]] std::string_view node_id() const noexcept {
+    sl_str s = host().node_id(ctx_);
+    return {s.data, s.size};
+  }
+
+  /// Delivers `messages` downstream before returning (borrowed: the caller keeps its
+  /// references). A failure (CANCELLED while the task stops, or a consumer's error) is
+  /// already reported: return it unchanged.
+  Status emit(std::span<const sl_message> messages) const noexcept {
+    return wrap(host().emit(ctx_, messages.data(), messages.size()));
+  }
+  /// Delivers one message; see emit(span).
+  Status emit(const sl_message& message) const noexcept { return emit({&message, 1}); }
+  /// Delivers one bare value (no key, headers or timestamp); see emit(span).
+  Status emit(ValueRef value) const noexcept {
+    const sl_value v = value.raw();
+    return wrap(host().emit_values(ctx_, &v, 1));
+  }
+  /// Delivers bare values; see emit(span).
+  Status emit_values(std::span<const Value> values) const noexcept {
+    return wrap(host().emit_values(ctx_, raw_array(values), values.size()));
+  }
+  /// See emit_values(std::span<const Value>).
+  Status emit_values(std::span<const sl_value> values) const noexcept {
+    return wrap(host().emit_values(ctx_, values.data(), values.size()));
+  }
+
+  /// The task clock, in ns since the Unix epoch (virtual under `sluiced test`).
+  [[nodiscard]] int64_t now_ns() const noexcept { return host().now_ns(ctx_); }
+  /// Arms (or moves) timer `id` to fire once after `delay`; on_timer(ctx, id) follows.
+  Status timer_start(uint64_t id, std::chrono::nanoseconds delay) const {
+    sl_status st = host().timer_start(ctx_, id, delay.count());
+    if (st == SL_OK) return {};
+    return {st, "cannot arm timer " + std::to_string(id)};
+  }
+  /// Disarms timer `id` (no-op when not armed).
+  void timer_cancel(uint64_t id) const noexcept { host().timer_cancel(ctx_, id); }
+
+  /// Runs fn(ctx, arg) on the node's executor soon. Thread-safe. CANCELLED (fn will not
+  /// run, the caller still owns `arg`) once the task is stopping.
+  Status post(sl_task_fn fn, void* arg) const noexcept { return wrap(host().post(ctx_, fn, arg)); }
+  /// Runs `fn(Context)` on the node's executor soon; `fn` is moved to the heap and freed
+  /// after it ran (or at once when the task is stopping: CANCELLED). Thread-safe. An
+  /// exception from `fn`, or a failed Status it returns, is logged (a posted task cannot fail
+  /// the node; post the outcome and fail from the next callback instead).
+  template <class F>
+  Status post(F&& fn) const {
+    using Fn = std::decay_t<F>;
+    auto owned = std::make_unique<Fn>(std::forward<F>(fn));
+    Status st = post(&run_posted<Fn>, owned.get());
+    if (st.is_ok()) static_cast<void>(owned.release());  // run_posted frees it
+    return st;
+  }
+  /// Asks the host to poll this idle source again. Thread-safe.
+  void wake() const noexcept { host().wake(ctx_); }
+  /// Sinks and buffering operators: `true` pauses the task's sources until every node that
+  /// set it says `false` again.
+  void set_backpressure(bool full) const noexcept { host().set_backpressure(ctx_, full ? 1 : 0); }
+
+  /// Logs `msg` under the node at `level` (SL_LOG_*). Thread-safe.
+  void log(int32_t level, std::string_view msg) const noexcept {
+    host().log(ctx_, level, msg.data(), msg.size());
+  }
+  /// log(SL_LOG_DEBUG, msg).
+  void log_debug(std::string_view msg) const noexcept { log(SL_LOG_DEBUG, msg); }
+  /// log(SL_LOG_INFO, msg).
+  void log_info(std::string_view msg) const noexcept { log(SL_LOG_INFO, msg); }
+  /// log(SL_LOG_WARN, msg).
+  void log_warn(std::string_view msg) const noexcept { log(SL_LOG_WARN, msg); }
+  /// log(SL_LOG_ERROR, msg).
+  void log_error(std::string_view msg) const noexcept { log(SL_LOG_ERROR, msg); }
+  /// Sets the error message the current callback is about to return a failure for. Rarely
+  /// needed: returning a Status with a message does it at the plugin edge.
+  void set_error(std::string_view msg) const noexcept {
+    host().set_error(ctx_, msg.data(), msg.size());
+  }
+
+  /// Binds a named function: `spec` is the normalised `{ name, args }` value of a FUNCTION
+  /// config key (Config::get_value) or a bare name string. Failures (unknown name, bad args)
+  /// are reported on this context.
+  [[nodiscard]] Result<Function> bind_function(ValueRef spec) const {
+    sl_bound_function* fn = nullptr;
+    sl_status st = host().function_bind(ctx_, spec.raw(), &fn);
+    if (st != SL_OK) return Status::reported(st);
+    return Function(fn);
+  }
+  /// Parses JSON text; a failure is reported on this context.
+  [[nodiscard]] Result<Value> parse_json(std::string_view text) const {
+    return sdk::parse_json(text, ctx_);
+  }
+
+ private:
+  static Status wrap(sl_status st) noexcept {
+    return st == SL_OK ? Status() : Status::reported(st);
+  }
+  template <class Fn>
+  static void run_posted(sl_context* ctx, void* arg) noexcept {
+    std::unique_ptr<Fn> fn(static_cast<Fn*>(arg));
+    detail::guard_void(ctx, "posted task", [&] {
+      if constexpr (std::is_same_v<std::invoke_result_t<Fn&, Context>, Status>) {
+        Status st = (*fn)(Context(ctx));
+        if (!st.is_ok()) throw Error(std::move(st));
+      } else {
+        (*fn)(Context(ctx));
+      }
+    });
+  }
+
+  sl_context* ctx_;
+};
+
+/// A borrowed view of the messages handed to process(): valid for that call only. Honours
+/// the batch's stride (message_size), so iterate it rather than indexing `messages`.
+class Batch {
+ public:
+  /// Forward iterator over the messages.
+  class iterator {
+   public:
+    using value_type = sl_message;
+    using difference_type = std::ptrdiff_t;
+    using reference = const sl_message&;
+    using pointer = const sl_message*;
+    using iterator_category = std::forward_iterator_tag;
+    /// A singular iterator.
+    iterator() noexcept = default;
+    /// The message at `at`, in an array of stride `stride` bytes.
+    iterator(const char* at, size_t stride) noexcept : at_(at), stride_(stride) {}
+    /// The message (borrowed for the callback).
+    reference operator*() const noexcept { return *reinterpret_cast<pointer>(at_); }
+    /// See operator*().
+    pointer operator->() const noexcept { return reinterpret_cast<pointer>(at_); }
+    /// Next message.
+    iterator& operator++() noexcept {
+      at_ += stride_;
+      return *this;
+    }
+    /// Next message (post-increment).
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      at_ += stride_;
+      return old;
+    }
+    /// Same position.
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.at_ == b.at_; }
+
+   private:
+    const char* at_ = nullptr;
+    size_t stride_ = 0;
+  };
+
+  /// Views `batch` (borrowed for the duration of the callback).
+  explicit Batch(const sl_batch& batch) noexcept
+      : base_(reinterpret_cast<const char*>(batch.messages)),
+        stride_(batch.message_size),
+        count_(batch.count) {}
+  /// Number of messages.
+  [[nodiscard]] size_t size() const noexcept { return count_; }
+  /// True when there are no messages.
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  /// Message `i` (precondition: i < size()).
+  const sl_message& operator[](size_t i) const noexcept {
+    return *reinterpret_cast<const sl_message*>(base_ + i * stride_);
+  }
+  /// Iteration in order.
+  [[nodiscard]] iterator begin() const noexcept { return {base_, stride_}; }
+  /// See begin().
+  [[nodiscard]] iterator end() const noexcept { return {base_ + count_ * stride_, stride_}; }
+  /// True when the messages form a plain sl_message array (stride == sizeof(sl_message)),
+  /// so messages() may be used, e.g. to emit them on unchanged.
+  [[nodiscard]] bool contiguous() const noexcept { return stride_ == sizeof(sl_message); }
+  /// The messages as an array. Precondition: contiguous().
+  [[nodiscard]] std::span<const sl_message> messages() const noexcept {
+    return {reinterpret_cast<const sl_message*>(base_), count_};
+  }
+
+ private:
+  const char* base_;
+  size_t stride_;
+  size_t count_;
+};
+
+/// Typed access to a node's validated config (or a function's args): an object the host
+/// built from the TOML table, defaults filled in. Getters for a required key throw
+/// Error(INVALID_ARGUMENT, "node 'ID': key 'K' ...") when the key is absent or of the wrong
+/// kind; the SDK catches it at create/bind and returns it as the create's failure. A null
+/// value counts as absent. Holds a reference to the object; any thread.
+class Config {
+ public:
+  /// `object` is retained; `where` prefixes every error, e.g. "node 'words'".
+  Config(ValueRef object, std::string where)
+      : object_(Value::borrow(object)), where_(std::move(where)) {}
+  /// The config of the node being created.
+  explicit Config(const sl_node_init& init)
+      : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {}
+
+  /// The whole object.
+  [[nodiscard]] const Value& object() const noexcept { return object_; }
+  /// The error prefix ("node 'ID'").
+  [[nodiscard]] const std::string& where() const noexcept { return where_; }
+  /// True when `key` is present and not null.
+  [[nodiscard]] bool has(std::string_view key) const { return find_value(key).has_value(); }
+
+  /// Any value; throws when absent.
+  [[nodiscard]] Value get_value(std::string_view key) const {
+    return require(key, find_value(key));
+  }
+  /// Any value, or nullopt when absent.
+  [[nodiscard]] std::optional<Value> find_value(std::string_view key) const {
+    std::optional<Value> v = object_.get(key);
+    if (v && v->is_null()) return std::nullopt;
+    return v;
+  }
+  /// An int; throws when absent or not an int.
+  [[nodiscard]] int64_t get_int(std::string_view key) const { return require(key, find_int(key)); }
+  /// An int, or nullopt when absent; throws when of another kind.
+  [[nodiscard]] std::optional<int64_t> find_int(std::string_view key) const {
+    return find_as(key, SL_KIND_INT, "an int", [](const Value& v) { return v.as_int(); });
+  }
+  /// A number (ints convert); throws when absent or not a number.
+  [[nodiscard]] double get_float(std::string_view key) const {
+    return require(key, find_float(key));
+  }
+  /// A number, or nullopt when absent; throws when of another kind.
+  [[nodiscard]] std::optional<double> find_float(std::string_view key) const {
+    std::optional<Value> v = find_value(key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) fail_kind(key, "a number", *v);
+    return v->as_float();
+  }
+  /// A bool; throws when absent or not a bool.
+  [[nodiscard]] bool get_bool(std::string_view key) const { return require(key, find_bool(key)); }
+  /// A bool, or nullopt when absent; throws when of another kind.
+  [[nodiscard]] std::optional<bool> find_bool(std::string_view key) const {
+    return find_as(key, SL_KIND_BOOL, "a bool", [](const Value& v) { return v.as_bool(); });
+  }
+  /// A string (copied); throws when absent or not a string.
+  [[nodiscard]] std::string get_string(std::string_view key) const {
+    return require(key, find_string(key));
+  }
+  /// A string, or nullopt when absent; throws when of another kind.
+  [[nodiscard]] std::optional<std::string> find_string(std::string_view key) const {
+    return find_as(key, SL_KIND_STRING, "a string",
+                   [](const Value& v) { return std::string(v.as_str()); });
+  }
+  /// An array; throws when absent or not an array.
+  [[nodiscard]] Value get_array(std::string_view key) const {
+    return require(key, find_array(key));
+  }
+  /// An array, or nullopt when absent; throws when of another kind.
+  [[nodiscard]] std::optional<Value> find_array(std::string_view key) const {
+    return find_as(key, SL_KIND_ARRAY, "an array", [](const Value& v) { return v; });
+  }
+  /// A DURATION key (an int of milliseconds); throws when absent, not an int or negative.
+  [[nodiscard]] std::chrono::milliseconds get_duration(std::string_view key) const {
+    const int64_t ms = get_int(key);
+    if (ms < 0) fail(key, "must not be negative (got " + std::to_string(ms) + " ms)");
+    return std::chrono::milliseconds(ms);
+  }
+  /// A string that must be one of `choices`; returns its index. Throws "key 'K' must be one
+  /// of "a", "b" (got "x")" otherwise.
+  [[nodiscard]] size_t get_choice(std::string_view key,
+                                  std::initializer_list<std::string_view> choices) const {
+    const std::string got = get_string(key);
+    size_t i = 0;
+    std::string list;
+    for (std::string_view c : choices) {
+      if (c == got) return i;
+      list.append(i++ == 0 ? "\"" : ", \"").append(c).append("\"");
+    }
+    fail(key, "must be one of " + list + " (got \"" + got + "\")");
+  }
+
+  /// Throws Error(INVALID_ARGUMENT, "<where>: key '<key>' <problem>"), e.g.
+  /// `cfg.fail("n", "must be positive (got 0)")`.
+  [[noreturn]] void fail(std::string_view key, std::string_view problem) const {
+    throw Error(SL_INVALID_ARGUMENT,
+                where_ + ": key '" + std::string(key) + "' " + std::string(problem));
+  }
+
+ private:
+  template <class T>
+  T require(std::string_view key, std::optional<T> v) const {
+    if (!v) fail(key, "is required");
+    return std::move(*v);
+  }
+  template <class Get>
+  auto find_as(std::string_view key, int32_t kind, const char* what, Get get) const
+      -> std::optional<decltype(get(std::declval<const Value&>()))> {
+    std::optional<Value> v = find_value(key);
+    if (!v) return std::nullopt;
+    if (v->kind() != kind) fail_kind(key, what, *v);
+    return get(*v);
+  }
+  [[noreturn]] void fail_kind(std::string_view key, const char* what, const Value& v) const {
+    fail(key, std::string("must be ") + what + " (got " + std::string(v.kind_name()) + ")");
+  }
+
+  Value object_;
+  std::string where_;
+};
+
+}  // namespace sluice::sdk
+
+#endif  // SLUICE_DETAIL_CONTEXT_HPP

@@ -1,0 +1,304 @@
+// sluice/detail/node.hpp — config parameter declarations, the Source / Operator / Sink base
+// classes and node_type<T>(), which turns a class into an sl_node_type of trampolines.
+// Part of sluice.hpp; include <sluice/sluice.hpp>, not this file.
+#ifndef SLUICE_DETAIL_NODE_HPP
+#define SLUICE_DETAIL_NODE_HPP
+
+#include <sluice/detail/context.hpp>
+#include <sluice/detail/status.hpp>
+#include <sluice/detail/value.hpp>
+#include <sluice/sluice.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace sluice::sdk {
+
+/// An optional config key: `default_json` is its default as JSON text (e.g. "\"\\n\"",
+/// "false", "100"), or nullptr for "absent unless given". For `k_params` arrays.
+constexpr sl_param param(const char* name, int32_t type, const char* default_json,
+                         const char* doc) noexcept {
+  return sl_param{sizeof(sl_param), name, type, 0u, default_json, doc};
+}
+/// A key the config must give.
+constexpr sl_param required(const char* name, int32_t type, const char* doc) noexcept {
+  return sl_param{sizeof(sl_param), name, type, SL_PARAM_REQUIRED, nullptr, doc};
+}
+
+/// What a source's poll() says about what comes next.
+enum class SourceState : int32_t {
+  more = SL_SOURCE_MORE,  ///< More is ready: poll again as soon as downstream has room.
+  idle = SL_SOURCE_IDLE,  ///< Nothing now: poll again after Context::wake() or a timer.
+  done = SL_SOURCE_DONE,  ///< Exhausted: never polled again.
+};
+
+/// Callbacks every node role has. All run on the task's executor thread, one at a time,
+/// never after destruction; every default succeeds and does nothing. A node instance is
+/// created by the host through node_type<T>() and destroyed with `delete`.
+class Node {
+ public:
+  virtual ~Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// Before the first delivery or poll: open files and connections, arm timers.
+  virtual Status start(Context /*ctx*/) { return {}; }
+  /// Timer `timer_id` (armed with Context::timer_start) fired.
+  virtual Status on_timer(Context /*ctx*/, uint64_t /*timer_id*/) { return {}; }
+  /// The task is stopping (signal or error): release external resources promptly; emit is
+  /// no longer possible. Cannot fail; exceptions are logged.
+  virtual void stop(Context /*ctx*/) {}
+  /// Stateful types (k_flags has SL_NODE_STATEFUL): the state, or a source's position, as a
+  /// value the host stores in the checkpoint.
+  virtual Result<Value> snapshot(Context /*ctx*/) {
+    return unimplemented("snapshot is not implemented");
+  }
+  /// Stateful types: restore from a snapshot() value (borrowed), after construction and
+  /// before start().
+  virtual Status restore(Context /*ctx*/, ValueRef /*state*/) {
+    return unimplemented("restore is not implemented");
+  }
+
+ protected:
+  Node() = default;
+};
+
+/// Base of source node types: implement poll().
+class Source : public Node {
+ public:
+  static constexpr int32_t k_role = SL_ROLE_SOURCE;  ///< sl_node_type.role.
+  static constexpr int32_t k_min_inputs = 0;         ///< Sources have no inputs.
+  static constexpr int32_t k_max_inputs = 0;         ///< See k_min_inputs.
+
+  /// Emit up to about `budget` messages, then say what comes next. Called only while
+  /// downstream has room.
+  virtual Result<SourceState> poll(Context ctx, uint32_t budget) = 0;
+  /// The task drains at end of input: emit what must still go out.
+  virtual Status finish(Context /*ctx*/) { return {}; }
+};
+
+namespace detail {
+
+/// Shared base of Operator and Sink: implement process() for whole batches or
+/// process_one() per message (the SDK loops without a virtual call per message when
+/// process() is not overridden; do not overload the name `process`).
+class Consumer : public Node {
+ public:
+  static constexpr int32_t k_min_inputs = 1;  ///< Default input count: exactly one.
+  static constexpr int32_t k_max_inputs = 1;  ///< Override with SL_INPUTS_UNLIMITED etc.
+
+  /// A batch arrived on input `input` (0-based, in config order); borrowed for the call.
+  /// The default calls process_one() for each message, stopping at the first failure.
+  virtual Status process(Context ctx, uint32_t input, Batch batch) {
+    for (const sl_message& m : batch) {
+      SLUICE_SDK_RETURN_IF_ERROR(process_one(ctx, input, m));
+    }
+    return {};
+  }
+  /// One message of a batch (borrowed: retain what you keep, e.g. Value::borrow).
+  virtual Status process_one(Context /*ctx*/, uint32_t /*input*/, const sl_message& /*message*/) {
+    return unimplemented("the node type overrides neither process nor process_one");
+  }
+  /// Input `input` ended (its producer is exhausted).
+  virtual Status on_input_end(Context /*ctx*/, uint32_t /*input*/) { return {}; }
+  /// All inputs ended: emit what must still go out; sinks make their output durable and
+  /// report write failures here.
+  virtual Status finish(Context /*ctx*/) { return {}; }
+};
+
+}  // namespace detail
+
+/// Base of operator node types (they emit downstream).
+class Operator : public detail::Consumer {
+ public:
+  static constexpr int32_t k_role = SL_ROLE_OPERATOR;  ///< sl_node_type.role.
+};
+
+/// Base of sink node types (they write outside the graph).
+class Sink : public detail::Consumer {
+ public:
+  static constexpr int32_t k_role = SL_ROLE_SINK;  ///< sl_node_type.role.
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool k_always_false = false;
+
+/// The declared parameters of a node type or function: T::k_params, or none.
+template <class T>
+constexpr const sl_param* params_of() noexcept {
+  if constexpr (requires { T::k_params; }) {
+    return T::k_params.size() == 0 ? nullptr : T::k_params.data();
+  } else {
+    return nullptr;
+  }
+}
+template <class T>
+constexpr uint32_t param_count_of() noexcept {
+  if constexpr (requires { T::k_params; }) {
+    return static_cast<uint32_t>(T::k_params.size());
+  } else {
+    return 0;
+  }
+}
+template <class T>
+constexpr const char* doc_of() noexcept {
+  if constexpr (requires { T::k_doc; }) {
+    return T::k_doc;
+  } else {
+    return "";
+  }
+}
+
+/// The C callbacks of node type T: each one guards the plugin edge.
+template <class T>
+struct NodeTrampolines {
+  static T* self_of(void* self) noexcept { return static_cast<T*>(self); }
+
+  static T* construct(const sl_node_init& init) {
+    if constexpr (std::is_constructible_v<T, const sl_node_init&>) {
+      return new T(init);
+    } else if constexpr (std::is_constructible_v<T, Context, const Config&>) {
+      return new T(Context(init.ctx), Config(init));
+    } else if constexpr (std::is_default_constructible_v<T>) {
+      return new T();
+    } else {
+      static_assert(k_always_false<T>,
+                    "a node type needs a constructor (Context, const Config&), "
+                    "(const sl_node_init&) or ()");
+    }
+  }
+
+  static sl_status create(const sl_node_init* init, void** out_self) noexcept {
+    *out_self = nullptr;
+    return guard(init->ctx, [&]() -> Status {
+      *out_self = construct(*init);
+      return {};
+    });
+  }
+  static void destroy(void* self) noexcept { delete self_of(self); }
+  static sl_status start(void* self, sl_context* ctx) noexcept {
+    return guard(ctx, [&] { return self_of(self)->start(Context(ctx)); });
+  }
+  static sl_status poll(void* self, sl_context* ctx, uint32_t budget, int32_t* out_state) noexcept {
+    return guard(ctx, [&]() -> Status {
+      SLUICE_SDK_ASSIGN_OR_RETURN(SourceState state, self_of(self)->poll(Context(ctx), budget));
+      *out_state = static_cast<int32_t>(state);
+      return {};
+    });
+  }
+  static sl_status process(void* self, sl_context* ctx, uint32_t input,
+                           const sl_batch* batch) noexcept {
+    if (batch->message_size < sizeof(sl_message)) {  // frozen layout: never smaller in ABI 1
+      return report(ctx, internal_error("batch stride " + std::to_string(batch->message_size) +
+                                        " is smaller than sl_message"));
+    }
+    return guard(ctx, [&]() -> Status {
+      // Process through T when it overrides process(); otherwise loop here and call
+      // T::process_one directly, without a virtual call per message.
+      if constexpr (std::is_same_v<decltype(&T::process), decltype(&Consumer::process)>) {
+        T* node = self_of(self);
+        for (const sl_message& m : Batch(*batch)) {
+          SLUICE_SDK_RETURN_IF_ERROR(node->T::process_one(Context(ctx), input, m));
+        }
+        return {};
+      } else {
+        return self_of(self)->process(Context(ctx), input, Batch(*batch));
+      }
+    });
+  }
+  static sl_status on_timer(void* self, sl_context* ctx, uint64_t timer_id) noexcept {
+    return guard(ctx, [&] { return self_of(self)->on_timer(Context(ctx), timer_id); });
+  }
+  static sl_status on_input_end(void* self, sl_context* ctx, uint32_t input) noexcept {
+    return guard(ctx, [&] { return self_of(self)->on_input_end(Context(ctx), input); });
+  }
+  static sl_status finish(void* self, sl_context* ctx) noexcept {
+    return guard(ctx, [&] { return self_of(self)->finish(Context(ctx)); });
+  }
+  static void stop(void* self, sl_context* ctx) noexcept {
+    guard_void(ctx, "stop", [&] { self_of(self)->stop(Context(ctx)); });
+  }
+  static sl_status snapshot(void* self, sl_context* ctx, sl_value* out_state) noexcept {
+    *out_state = sl_null();
+    return guard(ctx, [&]() -> Status {
+      SLUICE_SDK_ASSIGN_OR_RETURN(Value state, self_of(self)->snapshot(Context(ctx)));
+      *out_state = state.release();
+      return {};
+    });
+  }
+  static sl_status restore(void* self, sl_context* ctx, sl_value state) noexcept {
+    return guard(ctx, [&] { return self_of(self)->restore(Context(ctx), ValueRef(state)); });
+  }
+};
+
+/// Flags default: T::k_flags when declared, else 0.
+template <class T>
+constexpr uint32_t flags_of() noexcept {
+  if constexpr (requires { T::k_flags; }) {
+    return static_cast<uint32_t>(T::k_flags);
+  } else {
+    return 0;
+  }
+}
+
+template <class T>
+constexpr sl_node_type make_node_type() noexcept {
+  static_assert(std::is_base_of_v<Node, T>, "a node type derives from Source, Operator or Sink");
+  static_assert(
+      requires { T::k_name; }, "a node type declares `static constexpr const char* k_name`");
+  using Tr = NodeTrampolines<T>;
+  constexpr bool stateful = (flags_of<T>() & SL_NODE_STATEFUL) != 0;
+  sl_node_type t{};
+  t.struct_size = sizeof(sl_node_type);
+  t.role = T::k_role;
+  t.name = T::k_name;
+  t.doc = doc_of<T>();
+  t.params = params_of<T>();
+  t.param_count = param_count_of<T>();
+  t.flags = flags_of<T>();
+  t.min_inputs = T::k_min_inputs;
+  t.max_inputs = T::k_max_inputs;
+  t.create = &Tr::create;
+  t.destroy = &Tr::destroy;
+  t.start = &Tr::start;
+  if constexpr (T::k_role == SL_ROLE_SOURCE) {
+    t.poll = &Tr::poll;
+  } else {
+    t.process = &Tr::process;
+    t.on_input_end = &Tr::on_input_end;
+  }
+  t.on_timer = &Tr::on_timer;
+  t.finish = &Tr::finish;
+  t.stop = &Tr::stop;
+  if constexpr (stateful) {
+    t.snapshot = &Tr::snapshot;
+    t.restore = &Tr::restore;
+  }
+  return t;
+}
+
+/// The descriptor of node type T, in static storage for the life of the plugin.
+template <class T>
+inline constexpr sl_node_type k_node_type = make_node_type<T>();
+
+}  // namespace detail
+
+/// The sl_node_type of class T, whose trampolines catch every failure at the plugin edge.
+///
+/// T derives from Source, Operator or Sink (best marked `final`) and declares beside its code:
+///  - `static constexpr const char* k_name` (the `type` in config) and `k_doc`;
+///  - optionally `static constexpr std::array k_params{param(...), required(...)}`;
+///  - optionally `static constexpr uint32_t k_flags` (SL_NODE_STATEFUL: snapshot/restore
+///    are wired), `k_min_inputs` / `k_max_inputs` (defaults: 1/1; sources 0/0);
+///  - a constructor `(Context, const Config&)`, `(const sl_node_init&)` or `()`; a
+///    throwing constructor (e.g. Config::fail) makes create fail with that status.
+template <class T>
+constexpr const sl_node_type* node_type() noexcept {
+  return &detail::k_node_type<T>;
+}
+
+}  // namespace sluice::sdk
+
+#endif  // SLUICE_DETAIL_NODE_HPP

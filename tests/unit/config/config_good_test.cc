@@ -1,0 +1,264 @@
+// Valid configs: what the GraphSpec holds (order, defaults, normalised
+// functions, positions) and which warnings come with it.
+#include "config/config_validator.hpp"
+#include "config/detail/suggest.hpp"
+#include "test_plugin.hpp"
+#include "value/json.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+namespace {
+
+const std::filesystem::path k_dir = SLUICE_CONFIG_TEST_DIR;
+
+class GoodConfig : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::register_test_plugin(registry_); }
+
+  GraphSpec load_ok(const std::string& name) {
+    auto result = load_config(k_dir / "good" / name, registry_);
+    for (const auto& d : result.diagnostics) ADD_FAILURE() << d.to_string();
+    EXPECT_TRUE(result.ok());
+    return result.ok() ? std::move(*result.value) : GraphSpec{};
+  }
+
+  Diagnosed<GraphSpec> validate_text(std::string_view text) {
+    auto parsed = parse_config_string(text, "/configs/inline.toml");
+    EXPECT_TRUE(parsed.ok());
+    return validate_config(*parsed.value, registry_);
+  }
+
+  static std::vector<std::string> ids(const GraphSpec& g) {
+    std::vector<std::string> out;
+    for (const auto& n : g.nodes) out.push_back(n.id);
+    return out;
+  }
+  static std::vector<std::string> topo_ids(const GraphSpec& g) {
+    std::vector<std::string> out;
+    for (size_t i : g.topo_order) out.push_back(g.nodes[i].id);
+    return out;
+  }
+  static std::string config_json(const GraphSpec& g, std::string_view id) {
+    const NodeSpec* n = g.find(id);
+    return n ? json_dump(n->config.raw()) : "<no node>";
+  }
+
+  PluginRegistry registry_;
+};
+
+TEST_F(GoodConfig, WordcountSpec) {
+  GraphSpec g = load_ok("wordcount.toml");
+  EXPECT_EQ(g.name, "wordcount");
+  EXPECT_EQ(g.file, k_dir / "good" / "wordcount.toml");
+  ASSERT_EQ(g.plugin_dirs.size(), 2u);
+  EXPECT_EQ(g.plugin_dirs[0], k_dir / "good" / "plugins");
+  EXPECT_EQ(g.plugin_dirs[1], std::filesystem::path("/opt/sluice/plugins"));
+  EXPECT_EQ(g.runtime.batch_size, 256u);
+  EXPECT_EQ(g.runtime.tasks, 4u);
+  EXPECT_EQ(g.runtime.shutdown_timeout_ms, 0);
+
+  // The sink comes first in the file; node order is by section, then file.
+  EXPECT_EQ(ids(g), (std::vector<std::string>{"lines", "words", "counts", "out"}));
+  EXPECT_EQ(topo_ids(g), (std::vector<std::string>{"lines", "words", "counts", "out"}));
+
+  const NodeSpec& words = *g.find("words");
+  EXPECT_EQ(words.role, SL_ROLE_OPERATOR);
+  EXPECT_EQ(words.type, "map");
+  ASSERT_NE(words.info, nullptr);
+  EXPECT_EQ(words.info->name, "map");
+  EXPECT_EQ(words.info->plugin->name, "config_test_plugin");
+  EXPECT_EQ(words.pos.line, 18u);
+  EXPECT_EQ(words.pos.column, 1u);
+  ASSERT_EQ(words.inputs.size(), 1u);
+  EXPECT_EQ(words.inputs[0].id, "lines");
+  EXPECT_EQ(words.inputs[0].pos.line, 20u);
+  EXPECT_EQ(words.inputs[0].pos.column, 11u);
+  ASSERT_TRUE(words.key_pos.count("function"));
+  EXPECT_EQ(words.key_pos.at("function").line, 21u);
+  EXPECT_EQ(words.key_pos.at("args").line, 22u);
+  EXPECT_EQ(words.key_pos.at("args").column, 1u);
+
+  // Defaults filled in, declared order.
+  EXPECT_EQ(config_json(g, "lines"), R"({"path":"input.txt","encoding":"utf-8"})");
+  EXPECT_EQ(config_json(g, "counts"),
+            R"({"reducer":{"name":"sum","args":{}},"start":0,"returns_state":false})");
+  EXPECT_EQ(config_json(g, "out"), R"({"prefix":""})");
+}
+
+TEST_F(GoodConfig, FunctionsAreNormalised) {
+  GraphSpec g = load_ok("functions.toml");
+  // String form, defaults from the function.
+  EXPECT_EQ(config_json(g, "split_default"), R"({"function":{"name":"split","args":{"sep":" "}}})");
+  // String form with the sibling `args`.
+  EXPECT_EQ(config_json(g, "split_args"), R"({"function":{"name":"split","args":{"sep":","}}})");
+  // Inline table form.
+  EXPECT_EQ(config_json(g, "inline"), R"({"function":{"name":"add","args":{"value":10}}})");
+  // A [operators.x.function] sub-table is the same table form.
+  EXPECT_EQ(config_json(g, "subtable"), R"({"function":{"name":"split","args":{"sep":";"}}})");
+  // `<param>_args` for a function param not named `function`.
+  EXPECT_EQ(config_json(g, "total"),
+            R"({"reducer":{"name":"sum","args":{}},"start":0,"returns_state":false})");
+  // An optional function param without default stays absent.
+  EXPECT_EQ(config_json(g, "plain_filter"), "{}");
+  // A function param's default (a name) is normalised like a given one.
+  EXPECT_EQ(config_json(g, "defaulted"), R"({"function":{"name":"split","args":{"sep":" "}}})");
+}
+
+TEST_F(GoodConfig, TopoOrderIsStableAndNodesKeepFileOrder) {
+  GraphSpec g = load_ok("topo.toml");
+  // Sources in file order (b before a, not sorted by name), then operators, then sinks.
+  EXPECT_EQ(ids(g), (std::vector<std::string>{"b", "a", "joined", "late", "early", "out"}));
+  // Ready ties go to node order: b and a first, then early (a's reader)...
+  EXPECT_EQ(g.topo_order, (std::vector<size_t>{0, 1, 4, 3, 2, 5}));
+  const NodeSpec& joined = *g.find("joined");
+  ASSERT_EQ(joined.inputs.size(), 3u);
+  EXPECT_EQ(joined.inputs[0].id, "late");
+  EXPECT_EQ(joined.inputs[1].id, "early");
+  EXPECT_EQ(joined.inputs[2].id, "b");
+}
+
+TEST_F(GoodConfig, ValuesConvertFromToml) {
+  GraphSpec g = load_ok("topo.toml");
+  const NodeSpec& late = *g.find("late");
+  // FLOAT params accept ints and hand the plugin a float; tables keep file
+  // order; dates become ISO 8601 text.
+  EXPECT_TRUE(late.config.get("ratio")->is_float());
+  EXPECT_EQ(
+      config_json(g, "late"),
+      R"({"n":3,"interval_ms":1000,"ratio":1.0,"options":{"z":1,"a":[1,"two"],"when":"1979-05-27T07:32:00Z"}})");
+}
+
+TEST_F(GoodConfig, UnreadOutputsAreWarningsOnly) {
+  auto result = load_config(k_dir / "good" / "unread.toml", registry_);
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result.has_errors());
+  const std::string prefix = k_dir.string() + "/";
+  std::vector<std::string> got;
+  for (const auto& d : result.diagnostics) {
+    EXPECT_EQ(d.severity, Severity::warning);
+    got.push_back(d.to_string().substr(prefix.size()));
+  }
+  EXPECT_EQ(got,
+            (std::vector<std::string>{
+                "good/unread.toml:5:1: warning: node 'unused': output is not read by any node; "
+                "add 'unused' to the inputs of an operator or sink, or remove it",
+                "good/unread.toml:9:1: warning: node 'dangling': output is not read by any "
+                "node; add 'dangling' to the inputs of an operator or sink, or remove it"}));
+}
+
+TEST_F(GoodConfig, DefaultsWithoutOptionalSections) {
+  auto result = validate_text(R"(
+[sources.s]
+type = "from_iterable"
+values = []
+[sinks.k]
+type = "print"
+inputs = ["s"]
+)");
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result.diagnostics.empty());
+  const GraphSpec& g = *result.value;
+  EXPECT_EQ(g.name, "inline");  // the file's stem
+  EXPECT_TRUE(g.plugin_dirs.empty());
+  EXPECT_EQ(g.runtime.batch_size, 1024u);
+  EXPECT_EQ(g.runtime.tasks, 1u);
+  EXPECT_EQ(g.runtime.shutdown_timeout_ms, 10000);
+}
+
+TEST_F(GoodConfig, InlineNodeTablesAndDottedKeys) {
+  auto result = validate_text(R"(
+sources.s = { type = "from_iterable", values = [1] }
+[operators]
+w = { type = "window", inputs = ["s"], n = 2, interval_ms = 0, ratio = 0.5 }
+[sinks]
+k.type = "print"
+k.inputs = ["w"]
+k.prefix = "> "
+)");
+  ASSERT_TRUE(result.ok()) << (result.diagnostics.empty() ? "" : result.diagnostics[0].to_string());
+  EXPECT_EQ(json_dump(result.value->find("w")->config.raw()),
+            R"({"n":2,"interval_ms":0,"ratio":0.5})");
+  EXPECT_EQ(json_dump(result.value->find("k")->config.raw()), R"({"prefix":"> "})");
+}
+
+TEST_F(GoodConfig, PluginDirsBeforeValidation) {
+  auto parsed = parse_config_string(
+      "plugin_dirs = [\"plugins\", \"../shared/./p\", \"/abs/dir\"]\n[checkpoint]\n",
+      "/etc/sluice/p.toml");
+  ASSERT_TRUE(parsed.ok());
+  auto dirs = config_plugin_dirs(*parsed.value);
+  ASSERT_TRUE(dirs.ok());
+  EXPECT_EQ(*dirs.value, (std::vector<std::filesystem::path>{"/etc/sluice/plugins", "/etc/shared/p",
+                                                             "/abs/dir"}));
+
+  auto none = parse_config_string("", "/etc/sluice/empty.toml");
+  ASSERT_TRUE(none.ok());
+  auto empty = config_plugin_dirs(*none.value);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty.value->empty());
+
+  auto bad = parse_config_string("plugin_dirs = [\"\"]", "/etc/sluice/bad.toml");
+  ASSERT_TRUE(bad.ok());
+  auto errors = config_plugin_dirs(*bad.value);
+  EXPECT_FALSE(errors.ok());
+  ASSERT_EQ(errors.diagnostics.size(), 1u);
+  EXPECT_EQ(errors.diagnostics[0].to_string(),
+            "/etc/sluice/bad.toml:1:16: error: key 'plugin_dirs': item 0: empty directory path");
+}
+
+TEST_F(GoodConfig, SyntaxErrorFromString) {
+  auto parsed = parse_config_string("a = [1,\n", "mem.toml");
+  EXPECT_FALSE(parsed.ok());
+  ASSERT_EQ(parsed.diagnostics.size(), 1u);
+  // toml++ places end-of-file errors after the last character it read.
+  EXPECT_EQ(
+      parsed.diagnostics[0].to_string(),
+      "mem.toml:1:9: error: invalid TOML: Error while parsing array: encountered end-of-file");
+}
+
+TEST(Diagnostic, ToStringOmitsWhatIsUnknown) {
+  Diagnostic d{Severity::error, {"p.toml", 3, 8}, "x", "type", "bad"};
+  EXPECT_EQ(d.to_string(), "p.toml:3:8: error: node 'x': key 'type': bad");
+  d.node_id.clear();
+  EXPECT_EQ(d.to_string(), "p.toml:3:8: error: key 'type': bad");
+  d.key.clear();
+  d.severity = Severity::warning;
+  EXPECT_EQ(d.to_string(), "p.toml:3:8: warning: bad");
+  d.pos.column = 0;
+  EXPECT_EQ(d.to_string(), "p.toml:3: warning: bad");
+  d.pos.line = 0;
+  EXPECT_EQ(d.to_string(), "p.toml: warning: bad");
+}
+
+TEST(GraphSpecLookup, FindAndIndexOf) {
+  GraphSpec g;
+  g.nodes.resize(2);
+  g.nodes[0].id = "a";
+  g.nodes[1].id = "b";
+  EXPECT_EQ(g.index_of("b"), 1u);
+  EXPECT_EQ(g.find("a"), &g.nodes[0]);
+  EXPECT_FALSE(g.index_of("c").has_value());
+  EXPECT_EQ(g.find("c"), nullptr);
+}
+
+TEST(Suggest, EditDistanceAndClosest) {
+  using config_detail::closest_name;
+  using config_detail::edit_distance;
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("Map", "map"), 0u);
+  const std::vector<std::string> names{"map", "filter", "from_textfile", "from_iterable"};
+  EXPECT_EQ(closest_name("mapp", names), "map");
+  EXPECT_EQ(closest_name("fliter", names), "filter");
+  EXPECT_EQ(closest_name("from_textfiel", names), "from_textfile");
+  EXPECT_FALSE(closest_name("kafka", names).has_value());
+  EXPECT_FALSE(closest_name("x", {"y"}).has_value());
+}
+
+}  // namespace
+}  // namespace sluice::host

@@ -1,0 +1,24 @@
+// A plugin descriptor for config tests, registered through the real
+// PluginRegistry::add_plugin path. The callbacks are never run: validation
+// only reads the declarations.
+#pragma once
+
+#include "registry/plugin_registry.hpp"
+
+namespace sluice::host::testing {
+
+// Registers "config_test_plugin" with:
+//   sources:   from_iterable (values: array, required)
+//              from_textfile (path: string, required; encoding: string = "utf-8")
+//   operators: map (function: function, required)
+//              filter (function: function, optional, no default)
+//              accumulate (reducer: function, required; start: any = 0; returns_state: bool =
+//              false) apply (function: function = "split") zip (2..unlimited inputs) window (n:
+//              int, required; interval_ms: duration = 1000; ratio: float; options: table)
+//   sinks:     print (prefix: string = "")
+//              collect (1..3 inputs)
+//   functions: add (map; value: any, required), split (map; sep: string = " "),
+//              sum (reducer), is_even (predicate)
+void register_test_plugin(PluginRegistry& registry);
+
+}  // namespace sluice::host::testing
