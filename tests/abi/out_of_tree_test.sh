@@ -11,7 +11,7 @@
 #  4. builds c_upper once more with pkg-config and one gcc command line;
 #  5. checks every plugin: not group/other-writable (sluiced refuses those), exports its
 #     entry point and nothing else;
-#  6. with --run-pipeline (TODO, lead: not on by default yet): runs a pipeline through
+#  6. with --run-pipeline: runs a pipeline through
 #     sluiced that loads both plugins through plugin_dirs and checks their output.
 #
 # usage: out_of_tree_test.sh --build-dir DIR [--source-dir DIR] [--sluiced PATH]
@@ -172,11 +172,6 @@ check_plugin "$tmp/pc-plugins/libc_upper.so"
 
 # ---------------------------------------------------------------------------------------
 step "6. run a pipeline that loads the out-of-tree plugins"
-# ===================================== TODO(lead) =====================================
-# Skipped by default until the lead enables it (pass --run-pipeline from
-# tests/abi/CMakeLists.txt). Checked by hand against sluiced and core_ops/sinks of
-# 2026-11-29: both plugins load through plugin_dirs and the outputs below match.
-# =======================================================================================
 run_pipeline() {
   local dir=$tmp/pipeline
   mkdir -p "$dir"
@@ -233,8 +228,6 @@ if ((run_pipeline_step)) && [[ -n $sluiced && -x $sluiced ]]; then
   run_pipeline
 elif ((run_pipeline_step)); then
   fail "--run-pipeline needs --sluiced PATH to an executable (got '${sluiced}')"
-else
-  echo "SKIPPED (TODO: the lead enables it with --run-pipeline)"
 fi
 
 echo
