@@ -17,8 +17,12 @@ function(sluice_add_plugin name)
     VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIR})
   target_link_libraries(${name} PRIVATE Sluice::sdk sluice_warnings ${ARG_LIBRARIES})
-  # A plugin must not depend on symbols from the host executable.
-  target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  # A plugin must not depend on symbols from the host executable, and exports
+  # only its entry point (the version script also hides libstdc++'s unique
+  # symbols, which would otherwise keep the library from ever unloading).
+  target_link_options(${name} PRIVATE -Wl,--no-undefined
+                      -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/sluice_plugin.map)
+  set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/sluice_plugin.map)
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${name} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/sluice/plugins
             COMPONENT runtime)

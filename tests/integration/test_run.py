@@ -164,6 +164,9 @@ class PluginNodeTest(SluiceTestCase):
         self.assertExit(r, EXIT_RUNTIME)
         line = self.stderr_line_with(r, "'middle'", "deliberate exception on element 3")
         self.assertIn("exception", line)
+        # Caught at the plugin edge by sluice.hpp, not by the host's last-resort catch.
+        self.assertNotIn("escape", line)
+        self.assertNotIn("ABI violation", r.stderr)
         self.assertNotIn("terminate called", r.stderr)
 
     def test_error_status_with_set_error_is_reported(self):

@@ -190,11 +190,11 @@ struct NodeTrampolines {
   }
   static sl_status process(void* self, sl_context* ctx, uint32_t input,
                            const sl_batch* batch) noexcept {
-    if (batch->message_size < sizeof(sl_message)) {  // frozen layout: never smaller in ABI 1
-      return report(ctx, internal_error("batch stride " + std::to_string(batch->message_size) +
-                                        " is smaller than sl_message"));
-    }
     return guard(ctx, [&]() -> Status {
+      if (batch->message_size < sizeof(sl_message)) {  // frozen layout: never smaller in ABI 1
+        return internal_error("batch stride " + std::to_string(batch->message_size) +
+                              " is smaller than sl_message");
+      }
       // Process through T when it overrides process(); otherwise loop here and call
       // T::process_one directly, without a virtual call per message.
       if constexpr (std::is_same_v<decltype(&T::process), decltype(&Consumer::process)>) {
