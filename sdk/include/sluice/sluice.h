@@ -205,7 +205,12 @@ typedef struct sl_batch {
 
 /** The i-th message of a batch, honouring its stride. */
 static inline const sl_message* sl_batch_at(const sl_batch* batch, size_t i) {
+#ifdef __cplusplus /* C++ casts, so plugins built with -Wold-style-cast -Werror compile */
+  return reinterpret_cast<const sl_message*>(reinterpret_cast<const char*>(batch->messages) +
+                                             i * batch->message_size);
+#else
   return (const sl_message*)((const char*)batch->messages + i * batch->message_size);
+#endif
 }
 
 /* ------------------------------------------------------------------------ */
@@ -289,7 +294,8 @@ typedef struct sl_host_api {
   /* -- errors and logging ------------------------------------------------ */
 
   /** Attach an error message to ctx; the callback then returns its status.
-   *  Copies `msg`. The host logs it with the node id and type. */
+   *  Copies `msg`; a later call replaces the earlier message. The host logs it
+   *  with the node id and type. */
   void (*set_error)(sl_context* ctx, const char* msg, size_t len);
   /** Log a line under the node's name (ctx may be NULL: logged under the
    *  plugin being loaded). Copies `msg`. Thread-safe. */
@@ -374,7 +380,9 @@ typedef struct sl_host_api {
 
   /** Run fn(ctx, arg) on the node's executor soon. Thread-safe. Returns
    *  SL_CANCELLED (fn will not run) once the task is stopping; the caller then
-   *  still owns `arg`. */
+   *  still owns `arg`. Known gap (ABI 1.0): a post accepted just before the
+   *  task stops may never run, so `arg` must not own resources that only fn
+   *  frees; a release callback for that case is planned as an appended field. */
   sl_status (*post)(sl_context* ctx, sl_task_fn fn, void* arg);
   /** Tell the host that an idle source has data: it will be polled again.
    *  Thread-safe. */
