@@ -127,6 +127,7 @@ static const field_info k_fields[] = {
     FIELD(sl_host_api, function_call_batch),
     FIELD(sl_host_api, function_release),
     FIELD(sl_host_api, node_id),
+    FIELD(sl_host_api, set_input_backpressure),
 
     FIELD(sl_node_init, struct_size),
     FIELD(sl_node_init, host),
@@ -135,6 +136,7 @@ static const field_info k_fields[] = {
     FIELD(sl_node_init, input_count),
     FIELD(sl_node_init, task_index),
     FIELD(sl_node_init, task_count),
+    FIELD(sl_node_init, input_ids),
 
     FIELD(sl_node_type, struct_size),
     FIELD(sl_node_type, role),

@@ -44,7 +44,7 @@ class RefusedPluginTest(SluiceTestCase):
         return r
 
     def test_wrong_abi_major(self):
-        self.refused("abi_major", "ABI 2.0", "1.0")
+        self.refused("abi_major", "built for sluice ABI 2.", "this host speaks ABI 1.")
 
     def test_missing_entry_symbol(self):
         self.refused("no_entry", "sluice_plugin_v1")

@@ -37,9 +37,24 @@ struct Diagnostic {
   [[nodiscard]] std::string to_string() const;
 };
 
+// Which output of a node an edge reads.
+enum class OutputPort : uint32_t {
+  main = 0,         // what the node emits
+  dead_letter = 1,  // messages it failed on, with on_error = "dead_letter" ("ID.dead_letter")
+};
+
 struct InputRef {
-  std::string id;
-  SourcePos pos;  // of the string in the `inputs` array
+  std::string id;    // as written in `inputs` ("parse" or "parse.dead_letter")
+  SourcePos pos;     // of the string in the `inputs` array
+  std::string node;  // the producing node's id (id without the port suffix)
+  OutputPort port = OutputPort::main;
+};
+
+// What a node does with a message its process() failed on (`on_error`).
+enum class ErrorPolicy {
+  fail,         // the task fails (default)
+  skip,         // drop the message, count and log it, go on
+  dead_letter,  // emit it on the node's dead-letter output, with the error in headers
 };
 
 struct NodeSpec {
@@ -52,6 +67,7 @@ struct NodeSpec {
   // Object holding every declared param that was given or has a default.
   // SL_PARAM_FUNCTION params are normalised to { name = "...", args = {...} }
   // with the function's own defaults filled in.
+  ErrorPolicy on_error = ErrorPolicy::fail;  // operators and sinks
   Value config;
   std::map<std::string, SourcePos, std::less<>> key_pos;  // where each given key stands
 };
@@ -73,6 +89,10 @@ struct GraphSpec {
 
   [[nodiscard]] const NodeSpec* find(std::string_view id) const;
   [[nodiscard]] std::optional<size_t> index_of(std::string_view id) const;
+  // The node an input reads from (by ref.node), if it exists.
+  [[nodiscard]] std::optional<size_t> producer_of(const InputRef& ref) const {
+    return index_of(ref.node);
+  }
 };
 
 }  // namespace sluice::host

@@ -13,9 +13,13 @@
 namespace sluice::host::config_detail {
 namespace {
 
-// Keys the host owns in every node table; a param with such a name could
-// never be set, so it is skipped rather than misread.
-bool is_reserved(std::string_view key) { return key == "type" || key == "inputs"; }
+// Keys the host owns in a node table; a param with such a name could never
+// be set, so it is skipped rather than misread. `on_error` (the host's error
+// policy) is the host's on operators and sinks only: a source may declare its
+// own (from_kafka does, for records it cannot decode).
+bool is_reserved(std::string_view key, int32_t role) {
+  return key == "type" || key == "inputs" || (key == "on_error" && role != SL_ROLE_SOURCE);
+}
 
 // SL_PARAM_FUNCTION rule (sluice.h): `args` belongs to the param named
 // `function`, `<name>_args` to any other.
@@ -66,13 +70,16 @@ std::string expected_text(int32_t param_type) {
 Value Validator::check_node_params(const NodeSpec& node, const toml::table& table) {
   const NodeTypeInfo& info = *node.info;
   std::vector<std::string> valid{"type"};
-  if (node.role != SL_ROLE_SOURCE) valid.push_back("inputs");
+  if (node.role != SL_ROLE_SOURCE) {
+    valid.push_back("inputs");
+    valid.push_back("on_error");
+  }
   std::map<std::string, const ParamInfo*, std::less<>> args_keys;  // args key -> its function param
   for (const auto& p : info.params) {
-    if (!is_reserved(p.name)) valid.push_back(p.name);
+    if (!is_reserved(p.name, node.role)) valid.push_back(p.name);
   }
   for (const auto& p : info.params) {
-    if (is_reserved(p.name) || p.type != SL_PARAM_FUNCTION) continue;
+    if (is_reserved(p.name, node.role) || p.type != SL_PARAM_FUNCTION) continue;
     // A declared param wins over the args-key reading of the same name.
     if (info.find_param(args_key_for(p))) continue;
     args_keys.emplace(args_key_for(p), &p);
@@ -84,7 +91,7 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
   std::map<std::string, TableEntry, std::less<>> args_given;  // by function param name
   for (const auto& e : entries_in_file_order(table)) {
     const std::string key(e.key->str());
-    if (is_reserved(key)) continue;
+    if (is_reserved(key, node.role)) continue;
     if (info.find_param(key)) {
       given.emplace(key, e);
     } else if (auto it = args_keys.find(key); it != args_keys.end()) {
@@ -104,7 +111,7 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
 
   std::vector<std::pair<std::string, Value>> entries;
   for (const auto& p : info.params) {
-    if (is_reserved(p.name)) continue;
+    if (is_reserved(p.name, node.role)) continue;
     const Where where{node.id, p.name};
     auto args_it = args_given.find(p.name);
     const TableEntry* sibling = args_it == args_given.end() ? nullptr : &args_it->second;

@@ -245,6 +245,7 @@ NodeSpec Validator::check_node(const NodeDecl& decl) {
   }
   check_type(node, *table);
   check_inputs_syntax(node, *table);
+  check_error_policy(node, *table);
   if (node.info) node.config = check_node_params(node, *table);
   return node;
 }
@@ -346,7 +347,7 @@ void Validator::check_inputs_syntax(NodeSpec& node, const toml::table& table) {
             fmt::format("'{}' is listed twice; list each input once", id->get()));
       continue;
     }
-    node.inputs.push_back(InputRef{id->get(), pos(item.source())});
+    node.inputs.push_back(InputRef{id->get(), pos(item.source()), id->get(), OutputPort::main});
   }
   if (!node.info || !all_strings) return;
   const auto count = static_cast<int64_t>(array->size());
@@ -366,14 +367,56 @@ void Validator::check_inputs_syntax(NodeSpec& node, const toml::table& table) {
   }
 }
 
+void Validator::check_error_policy(NodeSpec& node, const toml::table& table) {
+  const toml::node* value = table.get("on_error");
+  if (!value || node.role == SL_ROLE_SOURCE) return;
+  static const std::vector<std::string> policies{"fail", "skip", "dead_letter"};
+  const auto* text = value->as_string();
+  if (!text) {
+    error(pos(value->source()), node.id, "on_error",
+          fmt::format("expected a string, got {}; valid policies are: {}", toml_type_name(*value),
+                      join_names(policies)));
+    return;
+  }
+  const std::string& got = text->get();
+  if (got == "fail") {
+    node.on_error = ErrorPolicy::fail;
+  } else if (got == "skip") {
+    node.on_error = ErrorPolicy::skip;
+  } else if (got == "dead_letter") {
+    node.on_error = ErrorPolicy::dead_letter;
+  } else {
+    error(pos(value->source()), node.id, "on_error",
+          unknown_name_message("policy", got, policies, "policies"));
+  }
+}
+
 void Validator::check_input_targets() {
-  for (const auto& node : spec_.nodes) {
+  constexpr std::string_view dead_letter_suffix = ".dead_letter";
+  for (auto& node : spec_.nodes) {
     std::vector<std::string> readable;
     for (const auto& n : spec_.nodes) {
       if (n.role != SL_ROLE_SINK && n.id != node.id) readable.push_back(n.id);
     }
-    for (const auto& ref : node.inputs) {
+    for (auto& ref : node.inputs) {
       const NodeSpec* target = spec_.find(ref.id);
+      if (!target && ref.id.size() > dead_letter_suffix.size() &&
+          ref.id.ends_with(dead_letter_suffix)) {
+        // "ID.dead_letter": the messages node ID failed on (Vector's "ID.dropped").
+        std::string base = ref.id.substr(0, ref.id.size() - dead_letter_suffix.size());
+        if (const NodeSpec* producer = spec_.find(base)) {
+          if (producer->role == SL_ROLE_SOURCE || producer->on_error != ErrorPolicy::dead_letter) {
+            error(ref.pos, node.id, "inputs",
+                  fmt::format("'{}' has no dead-letter output: set on_error = \"dead_letter\" on "
+                              "node '{}' to route the messages it fails on here",
+                              base, base));
+            continue;
+          }
+          ref.node = std::move(base);
+          ref.port = OutputPort::dead_letter;
+          continue;
+        }
+      }
       if (!target) {
         error(ref.pos, node.id, "inputs",
               unknown_name_message("node", ref.id, readable, "inputs (sources and operators)"));
@@ -422,8 +465,21 @@ void Validator::check_graph() {
   // read: fixing that node may well make it the reader.
   if (inputs_incomplete_) return;
   std::set<std::string_view> read;
+  std::set<std::string_view> dead_letters_read;
   for (const auto& n : nodes) {
-    for (const auto& ref : n.inputs) read.insert(ref.id);
+    for (const auto& ref : n.inputs) {
+      (ref.port == OutputPort::main ? read : dead_letters_read).insert(ref.node);
+    }
+  }
+  for (const auto& n : nodes) {
+    // Dead letters nobody reads would be lost without a trace: refuse.
+    if (n.on_error != ErrorPolicy::dead_letter || dead_letters_read.count(n.id)) continue;
+    auto at = n.key_pos.find("on_error");
+    error(at != n.key_pos.end() ? at->second : n.pos, n.id, "on_error",
+          fmt::format("\"dead_letter\" routes failed messages to the output '{}.dead_letter', but "
+                      "no node reads it; add \"{}.dead_letter\" to the inputs of a sink (e.g. a "
+                      "to_kafka dead-letter topic or a sink_to_textfile)",
+                      n.id, n.id));
   }
   for (const auto& n : nodes) {
     if (n.role == SL_ROLE_SINK || read.count(n.id)) continue;

@@ -81,6 +81,9 @@ void api_wake(sl_context* ctx) { task_of(ctx).wake(ctx->node); }
 void api_set_backpressure(sl_context* ctx, int32_t full) {
   task_of(ctx).set_backpressure(ctx->node, full != 0);
 }
+void api_set_input_backpressure(sl_context* ctx, uint32_t input, int32_t full) {
+  task_of(ctx).set_input_backpressure(ctx->node, input, full != 0);
+}
 sl_str api_node_id(sl_context* ctx) {
   const std::string& id = task_of(ctx).node(ctx->node).id;
   return {id.data(), id.size()};
@@ -212,6 +215,7 @@ sl_host_api make_table() {
   t.function_call_batch = api_function_call_batch;
   t.function_release = api_function_release;
   t.node_id = api_node_id;
+  t.set_input_backpressure = api_set_input_backpressure;
   return t;
 }
 

@@ -25,12 +25,18 @@ Task::Task(const GraphSpec& spec, TaskOptions options)
     rt.vt = &n.info->vtable;
     rt.config = n.config;
     rt.input_count = static_cast<uint32_t>(n.inputs.size());
+    rt.on_error = n.on_error;
+    rt.input_full.assign(n.inputs.size(), false);
+    for (const InputRef& ref : n.inputs) rt.input_ids.push_back({ref.id.data(), ref.id.size()});
   }
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
     for (uint32_t k = 0; k < n.inputs.size(); ++k) {
-      auto from = spec.index_of(n.inputs[k].id);
-      if (from) nodes_[*from].consumers.push_back({i, k});
+      auto from = spec.producer_of(n.inputs[k]);
+      if (!from) continue;
+      auto& list = n.inputs[k].port == OutputPort::dead_letter ? nodes_[*from].dead_letter_consumers
+                                                               : nodes_[*from].consumers;
+      list.push_back({i, k});
     }
     if (n.role == SL_ROLE_SOURCE) sources_.push_back(i);
   }
@@ -72,8 +78,15 @@ void Task::replace_sinks_with_discard() {
 
 Result<size_t> Task::attach_capture(std::string_view id) {
   auto index = spec_.index_of(id);
+  bool dead_letters = false;
+  constexpr std::string_view suffix = ".dead_letter";
+  if (!index && id.ends_with(suffix)) {
+    index = spec_.index_of(id.substr(0, id.size() - suffix.size()));
+    dead_letters = index && nodes_[*index].on_error == ErrorPolicy::dead_letter;
+    if (!dead_letters) index.reset();
+  }
   if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
-  if (nodes_[*index].role == SL_ROLE_SINK) {
+  if (!dead_letters && nodes_[*index].role == SL_ROLE_SINK) {
     // A sink has no output: capture what reaches it instead.
     return Status(SL_INVALID_ARGUMENT,
                   fmt::format("node '{}' is a sink and emits nothing; capture its input node", id));
@@ -86,24 +99,30 @@ Result<size_t> Task::attach_capture(std::string_view id) {
   c.role = SL_ROLE_SINK;
   c.vt = capture_sink_type();
   c.input_count = 1;
-  nodes_[*index].consumers.push_back({capture, 0});
+  c.input_full.assign(1, false);
+  c.input_ids.push_back({spec_.nodes[*index].id.data(), spec_.nodes[*index].id.size()});
+  (dead_letters ? nodes_[*index].dead_letter_consumers : nodes_[*index].consumers)
+      .push_back({capture, 0});
   order_.push_back(capture);
   return capture;
 }
 
 template <class F>
-sl_status Task::invoke(size_t node, const char* what, F&& call) {
-  sl_status status;
+sl_status Task::call_guarded(size_t node, F&& call) {
   try {
-    status = call();
+    return call();
   } catch (const std::exception& e) {
     nodes_[node].error =
         fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
-    status = SL_INTERNAL;
   } catch (...) {
     nodes_[node].error = "plugin let an exception escape (an ABI violation)";
-    status = SL_INTERNAL;
   }
+  return SL_INTERNAL;
+}
+
+template <class F>
+sl_status Task::invoke(size_t node, const char* what, F&& call) {
+  sl_status status = call_guarded(node, std::forward<F>(call));
   if (status != SL_OK && status != SL_CANCELLED) fail(node, what, status);
   return status;
 }
@@ -131,6 +150,7 @@ Status Task::create() {
     init.input_count = n.input_count;
     init.task_index = options_.task_index;
     init.task_count = options_.task_count;
+    init.input_ids = n.input_ids.empty() ? nullptr : n.input_ids.data();
     void* self = nullptr;
     if (invoke(i, "create", [&] { return n.vt->create(&init, &self); }) != SL_OK) {
       return *failure_;
@@ -153,19 +173,85 @@ Status Task::start() {
 
 sl_status Task::emit(size_t from, const sl_message* messages, size_t count) {
   if (failure_) return SL_CANCELLED;
-  NodeRuntime& src = nodes_[from];
   if (count == 0) return SL_OK;
-  src.counters->messages_out.fetch_add(count, std::memory_order_relaxed);
+  nodes_[from].counters->messages_out.fetch_add(count, std::memory_order_relaxed);
+  return deliver(from, nodes_[from].consumers, messages, count);
+}
+
+sl_status Task::deliver(size_t from, const std::vector<Consumer>& consumers,
+                        const sl_message* messages, size_t count) {
+  (void)from;
   sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
-  for (const Consumer& c : src.consumers) {
+  for (const Consumer& c : consumers) {
     NodeRuntime& dst = nodes_[c.node];
     if (dst.ended) continue;
     dst.counters->messages_in.fetch_add(count, std::memory_order_relaxed);
-    sl_status status = invoke(c.node, "process",
-                              [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); });
+    sl_status status =
+        dst.on_error == ErrorPolicy::fail
+            ? invoke(c.node, "process",
+                     [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); })
+            : deliver_with_policy(c, batch);
     if (status != SL_OK) return status;
   }
   return SL_OK;
+}
+
+sl_status Task::deliver_with_policy(const Consumer& to, const sl_batch& batch) {
+  NodeRuntime& dst = nodes_[to.node];
+  for (size_t i = 0; i < batch.count; ++i) {
+    sl_batch one{sizeof(sl_batch), sizeof(sl_message), &batch.messages[i], 1};
+    dst.error.clear();
+    sl_status status =
+        call_guarded(to.node, [&] { return dst.vt->process(dst.self, &dst.ctx, to.input, &one); });
+    if (status == SL_OK) continue;
+    // A failure downstream of this node was already reported (and failed the
+    // task): it is not this node's message to skip.
+    if (failure_ || status == SL_CANCELLED) return failure_ ? SL_CANCELLED : status;
+    status = handle_failed_message(to.node, batch.messages[i], status);
+    if (status != SL_OK) return status;
+  }
+  return SL_OK;
+}
+
+sl_status Task::handle_failed_message(size_t node, const sl_message& message, sl_status status) {
+  NodeRuntime& n = nodes_[node];
+  n.counters->errors.fetch_add(1, std::memory_order_relaxed);
+  std::string reason =
+      fmt::format("{}: {}", sl_status_name(status), n.error.empty() ? "(no message)" : n.error);
+  if (n.on_error == ErrorPolicy::skip) {
+    uint64_t skipped = n.counters->skipped.fetch_add(1, std::memory_order_relaxed) + 1;
+    // Logged at 1, 2, 4, 8, ... so a flood of bad input cannot flood the log.
+    if ((skipped & (skipped - 1)) == 0) {
+      spdlog::warn("node '{}' ({}): skipped a message it failed on ({} skipped so far): {}", n.id,
+                   n.type, skipped, reason);
+    }
+    return SL_OK;
+  }
+  // Dead letter: the original message, with the error added to its headers.
+  std::vector<std::pair<std::string, Value>> headers;
+  Value original = Value::borrow(message.headers);
+  if (original.is_object()) {
+    for (size_t k = 0; k < original.size(); ++k) {
+      headers.emplace_back(std::string(original.key_at(k)), original.at(k));
+    }
+  }
+  auto set_header = [&](std::string_view name, std::string_view text) {
+    auto it = std::find_if(headers.begin(), headers.end(),
+                           [&](const auto& h) { return h.first == name; });
+    Value v = Value::string(text);
+    if (it == headers.end()) {
+      headers.emplace_back(std::string(name), std::move(v));
+    } else {
+      it->second = std::move(v);
+    }
+  };
+  set_header("sluice.error", reason);
+  set_header("sluice.error.node", n.id);
+  Value header_object = Value::object(headers);
+  sl_message dead = message;
+  dead.headers = header_object.raw();
+  n.counters->dead_letters.fetch_add(1, std::memory_order_relaxed);
+  return deliver(node, n.dead_letter_consumers, &dead, 1);
 }
 
 sl_status Task::emit_values(size_t from, const sl_value* values, size_t count) {
@@ -222,6 +308,59 @@ void Task::set_backpressure(size_t node, bool full) {
   }
 }
 
+void Task::set_input_backpressure(size_t node, uint32_t input, bool full) {
+  NodeRuntime& n = nodes_[node];
+  if (input >= n.input_full.size() || n.input_full[input] == full) return;
+  n.input_full[input] = full;
+  for (size_t source : input_only_sources(node)[input]) {
+    if (full) {
+      ++nodes_[source].paused;
+    } else {
+      --nodes_[source].paused;
+    }
+  }
+  if (!full) schedule_poll();
+}
+
+const std::vector<std::vector<size_t>>& Task::input_only_sources(size_t node) {
+  NodeRuntime& n = nodes_[node];
+  if (n.input_only_sources) return *n.input_only_sources;
+  // Sources upstream of each input, by walking the spec's edges backwards.
+  std::vector<std::vector<size_t>> upstream(n.input_count);
+  if (node < spec_.nodes.size()) {
+    for (uint32_t k = 0; k < n.input_count; ++k) {
+      std::vector<bool> seen(spec_.nodes.size(), false);
+      std::vector<size_t> stack;
+      if (auto p = spec_.producer_of(spec_.nodes[node].inputs[k])) stack.push_back(*p);
+      while (!stack.empty()) {
+        size_t i = stack.back();
+        stack.pop_back();
+        if (seen[i]) continue;
+        seen[i] = true;
+        if (spec_.nodes[i].role == SL_ROLE_SOURCE) upstream[k].push_back(i);
+        for (const InputRef& ref : spec_.nodes[i].inputs) {
+          if (auto p = spec_.producer_of(ref)) stack.push_back(*p);
+        }
+      }
+    }
+  }
+  // Keep only sources that feed no other input: pausing a source that also
+  // feeds a lagging input would stop the node from ever draining.
+  std::vector<std::vector<size_t>> only(n.input_count);
+  for (uint32_t k = 0; k < n.input_count; ++k) {
+    for (size_t s : upstream[k]) {
+      bool elsewhere = false;
+      for (uint32_t j = 0; j < n.input_count && !elsewhere; ++j) {
+        elsewhere =
+            j != k && std::find(upstream[j].begin(), upstream[j].end(), s) != upstream[j].end();
+      }
+      if (!elsewhere) only[k].push_back(s);
+    }
+  }
+  n.input_only_sources = std::move(only);
+  return *n.input_only_sources;
+}
+
 void Task::schedule_poll() {
   if (poll_scheduled_ || failure_) return;
   poll_scheduled_ = true;
@@ -238,7 +377,7 @@ void Task::poll_round() {
   for (size_t k = 0; k < sources_.size(); ++k) {
     size_t i = sources_[(next_source_ + k) % sources_.size()];
     NodeRuntime& n = nodes_[i];
-    if (n.ended || n.source_state != SL_SOURCE_MORE) continue;
+    if (!pollable(n)) continue;
     int32_t state = SL_SOURCE_MORE;
     sl_status status =
         invoke(i, "poll", [&] { return n.vt->poll(n.self, &n.ctx, options_.batch_size, &state); });
@@ -282,6 +421,37 @@ void Task::end_node(size_t index) {
       if (failure_) return;
     }
   }
+}
+
+Result<std::vector<std::pair<std::string, Value>>> Task::snapshot_states() {
+  std::vector<std::pair<std::string, Value>> states;
+  for (size_t i : order_) {
+    NodeRuntime& n = nodes_[i];
+    if (!n.created || !(n.vt->flags & SL_NODE_STATEFUL) || !n.vt->snapshot) continue;
+    sl_value out = sl_null();
+    if (invoke(i, "snapshot", [&] { return n.vt->snapshot(n.self, &n.ctx, &out); }) != SL_OK) {
+      return *failure_;
+    }
+    states.emplace_back(n.id, Value::adopt(out));
+  }
+  return states;
+}
+
+Status Task::restore_states(const std::vector<std::pair<std::string, Value>>& states) {
+  for (const auto& [id, state] : states) {
+    auto index = spec_.index_of(id);
+    if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' to restore", id));
+    NodeRuntime& n = nodes_[*index];
+    if (!n.vt->restore) {
+      return Status(SL_FAILED_PRECONDITION,
+                    fmt::format("node '{}' ({}) cannot restore state", id, n.type));
+    }
+    if (invoke(*index, "restore", [&] { return n.vt->restore(n.self, &n.ctx, state.raw()); }) !=
+        SL_OK) {
+      return *failure_;
+    }
+  }
+  return Status::ok();
 }
 
 bool Task::complete() const {
@@ -388,9 +558,8 @@ Status Task::run_until_idle() {
   while (!failure_) {
     io_.restart();
     size_t handled = io_.poll();
-    bool ready = std::any_of(sources_.begin(), sources_.end(), [&](size_t i) {
-      return !nodes_[i].ended && nodes_[i].source_state == SL_SOURCE_MORE;
-    });
+    bool ready = std::any_of(sources_.begin(), sources_.end(),
+                             [&](size_t i) { return pollable(nodes_[i]); });
     if (ready && backpressure_count_ == 0) {
       schedule_poll();
       continue;

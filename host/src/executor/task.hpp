@@ -48,7 +48,9 @@ struct Consumer {
 struct NodeCounters {
   std::atomic<uint64_t> messages_in{0};
   std::atomic<uint64_t> messages_out{0};
-  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> errors{0};        // failures, including those on_error handled
+  std::atomic<uint64_t> skipped{0};       // messages dropped by on_error = "skip"
+  std::atomic<uint64_t> dead_letters{0};  // messages routed by on_error = "dead_letter"
 };
 
 struct NodeRuntime {
@@ -61,7 +63,15 @@ struct NodeRuntime {
   Value config;
   uint32_t input_count = 0;
   uint32_t inputs_ended = 0;
+  std::vector<sl_str> input_ids;  // borrowed from the GraphSpec, for sl_node_init
+  ErrorPolicy on_error = ErrorPolicy::fail;
   std::vector<Consumer> consumers;
+  std::vector<Consumer> dead_letter_consumers;  // readers of "ID.dead_letter"
+  // Input back-pressure (set_input_backpressure): which inputs are full, and for
+  // each input the sources that feed only it (computed on first use).
+  std::vector<bool> input_full;
+  std::optional<std::vector<std::vector<size_t>>> input_only_sources;
+  uint32_t paused = 0;  // sources: how many full inputs downstream pause this one
   int32_t source_state = SL_SOURCE_MORE;
   bool created = false;
   bool ended = false;
@@ -119,6 +129,13 @@ class Task {
     return nodes_[capture].captured;
   }
 
+  // Checkpoint support (see docs/CHECKPOINTING.md): the state of every stateful
+  // node (SL_NODE_STATEFUL with a snapshot callback), by node id. Task thread,
+  // between deliveries.
+  Result<std::vector<std::pair<std::string, Value>>> snapshot_states();
+  // After create() and before start(): hands each node its saved state.
+  Status restore_states(const std::vector<std::pair<std::string, Value>>& states);
+
   [[nodiscard]] bool complete() const;
   [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
   [[nodiscard]] const std::vector<NodeRuntime>& nodes() const { return nodes_; }
@@ -133,6 +150,7 @@ class Task {
   sl_status post(size_t node, sl_task_fn fn, void* arg);  // thread-safe
   void wake(size_t node);                                 // thread-safe
   void set_backpressure(size_t node, bool full);
+  void set_input_backpressure(size_t node, uint32_t input, bool full);
   const TaskOptions& options() const { return options_; }
 
  private:
@@ -140,6 +158,19 @@ class Task {
   // into the task's failure, reported once with the node id.
   template <class F>
   sl_status invoke(size_t node, const char* what, F&& call);
+  // Runs a plugin callback, catching escaped exceptions; does not fail the task.
+  template <class F>
+  sl_status call_guarded(size_t node, F&& call);
+  sl_status deliver(size_t from, const std::vector<Consumer>& consumers, const sl_message* messages,
+                    size_t count);
+  // Delivers to a node with an error policy: one message per call, so a
+  // failure names exactly one message, which the policy then handles.
+  sl_status deliver_with_policy(const Consumer& to, const sl_batch& batch);
+  sl_status handle_failed_message(size_t node, const sl_message& message, sl_status status);
+  const std::vector<std::vector<size_t>>& input_only_sources(size_t node);
+  [[nodiscard]] bool pollable(const NodeRuntime& n) const {
+    return !n.ended && n.source_state == SL_SOURCE_MORE && n.paused == 0;
+  }
   void fail(size_t node, const char* what, sl_status status);
   void schedule_poll();
   void poll_round();

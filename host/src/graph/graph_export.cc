@@ -48,8 +48,15 @@ std::string to_dot(const GraphSpec& graph) {
   }
   for (const auto& node : graph.nodes) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      out += fmt::format("  {} -> {}", dot_quote(node.inputs[i].id), dot_quote(node.id));
-      if (node.inputs.size() > 1) out += fmt::format(" [label=\"{}\"]", i);
+      const InputRef& ref = node.inputs[i];
+      out += fmt::format("  {} -> {}", dot_quote(ref.node), dot_quote(node.id));
+      if (ref.port == OutputPort::dead_letter) {
+        out += node.inputs.size() > 1
+                   ? fmt::format(" [label=\"{} (dead letters)\", style=dashed]", i)
+                   : std::string(" [label=\"dead letters\", style=dashed]");
+      } else if (node.inputs.size() > 1) {
+        out += fmt::format(" [label=\"{}\"]", i);
+      }
       out += ";\n";
     }
   }
@@ -70,6 +77,12 @@ std::string to_json(const GraphSpec& graph) {
     append_json_string(out, role_name(node.role));
     out += ",\"type\":";
     append_json_string(out, node.type);
+    if (node.role != SL_ROLE_SOURCE) {
+      out += ",\"on_error\":";
+      append_json_string(out, node.on_error == ErrorPolicy::skip          ? "skip"
+                              : node.on_error == ErrorPolicy::dead_letter ? "dead_letter"
+                                                                          : "fail");
+    }
     out += ",\"plugin\":";
     if (node.info && node.info->plugin) {
       append_json_string(out, node.info->plugin->name);
@@ -91,8 +104,11 @@ std::string to_json(const GraphSpec& graph) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (!first) out += ',';
       first = false;
+      const InputRef& ref = node.inputs[i];
       out += "{\"from\":";
-      append_json_string(out, node.inputs[i].id);
+      append_json_string(out, ref.node);
+      out += ",\"port\":";
+      append_json_string(out, ref.port == OutputPort::dead_letter ? "dead_letter" : "main");
       out += ",\"to\":";
       append_json_string(out, node.id);
       out += fmt::format(",\"input\":{}}}", i);

@@ -13,7 +13,7 @@ std::vector<std::vector<size_t>> input_indices(const GraphSpec& graph) {
   std::vector<std::vector<size_t>> out(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     for (const auto& ref : graph.nodes[i].inputs) {
-      auto it = by_id.find(ref.id);
+      auto it = by_id.find(ref.node);
       if (it == by_id.end()) continue;
       auto& list = out[i];
       if (std::find(list.begin(), list.end(), it->second) == list.end()) list.push_back(it->second);

@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <memory>
 
 namespace sluice::host {
 namespace {
@@ -131,19 +132,28 @@ Result<TestCase> parse_case(const std::string& file, const toml::node& node) {
       }
     } else if (key == "expect" || key == "expect_json") {
       SLUICE_RETURN_IF_ERROR(parse_expectations(file, v, key == "expect_json", tc));
+    } else if (key == "expect_error") {
+      auto text = v.value<std::string>();
+      if (!text || text->empty())
+        return error_at(file, v.source(), "`expect_error` must be a non-empty string");
+      tc.expect_error = *text;
+    } else if (key == "restart_check") {
+      auto on = v.value<bool>();
+      if (!on) return error_at(file, v.source(), "`restart_check` must be a bool");
+      tc.restart_check = *on;
     } else {
       return error_at(file, v.source(),
                       fmt::format("unknown test key '{}' (valid: name, start_time_ms, inject, "
-                                  "steps, expect, expect_json)",
+                                  "steps, expect, expect_json, expect_error, restart_check)",
                                   key));
     }
   }
   if (tc.name.empty()) return error_at(file, node.source(), "a test needs a `name`");
-  if (tc.expected.empty())
-    return error_at(
-        file, node.source(),
-        fmt::format("test '{}' expects nothing: add `[tests.expect]` with node id = [outputs]",
-                    tc.name));
+  if (tc.expected.empty() && !tc.expect_error)
+    return error_at(file, node.source(),
+                    fmt::format("test '{}' expects nothing: add `[tests.expect]` with node id = "
+                                "[outputs], or `expect_error`",
+                                tc.name));
   return tc;
 }
 
@@ -221,6 +231,10 @@ Status check_test_case(const GraphSpec& spec, const TestCase& test) {
   for (const auto& [id, _] : test.expected) {
     const NodeSpec* n = spec.find(id);
     const SourcePos& where = test.expected_pos.at(id);
+    if (!n && id.ends_with(".dead_letter")) {
+      const NodeSpec* base = spec.find(std::string_view(id).substr(0, id.size() - 12));
+      if (base && base->on_error == ErrorPolicy::dead_letter) continue;
+    }
     if (!n) {
       return error(where,
                    fmt::format("test '{}': no node '{}' in the pipeline; nodes that emit: {}",
@@ -235,38 +249,109 @@ Status check_test_case(const GraphSpec& spec, const TestCase& test) {
   return Status::ok();
 }
 
-TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
-  VirtualClock clock(test.start_time_ms * 1'000'000);
-  Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &clock});
-  auto failed = [](const std::string& why) { return TestOutcome{false, "  " + why + "\n"}; };
-  for (const std::string& id : test.injected) {
-    if (Status s = task.replace_with_injector(id); !s.is_ok()) return failed(s.message());
-  }
-  task.replace_sinks_with_discard();
-  std::map<std::string, size_t> captures;
-  for (const auto& [node, _] : test.expected) {
-    auto c = task.attach_capture(node);
-    if (!c.is_ok()) return failed(c.status().message());
-    captures[node] = c.value();
-  }
-  Status s = task.create();
-  if (s.is_ok()) s = task.start();
-  if (s.is_ok()) s = task.run_until_idle();
-  for (size_t i = 0; s.is_ok() && i < test.steps.size(); ++i) {
-    if (const auto* d = std::get_if<TestDelivery>(&test.steps[i])) {
-      s = task.inject(d->source, d->value);
-    } else {
-      const auto& a = std::get<TestAdvance>(test.steps[i]);
-      s = task.advance_to(clock, clock.monotonic_ns() + a.ms * 1'000'000);
-    }
-    if (!s.is_ok()) return failed(fmt::format("step #{}: {}", i, s.message()));
-  }
-  if (s.is_ok()) s = task.end_sources();
-  if (!s.is_ok()) return failed(s.message());
+namespace {
 
+using Outputs = std::map<std::string, std::vector<Value>>;
+using States = std::vector<std::pair<std::string, Value>>;
+
+// One run of a case. With `restart_each_step`, after every step the stateful
+// nodes are snapshotted and the task is replaced by a fresh one restored from
+// those snapshots, as a restart from a checkpoint would (timers included: the
+// nodes re-arm them from their state).
+class CaseRun {
+ public:
+  CaseRun(const GraphSpec& spec, const TestCase& test)
+      : spec_(spec), test_(test), clock_(test.start_time_ms * 1'000'000) {}
+
+  // The outputs of every expected node, or the run's error.
+  Result<Outputs> run(bool restart_each_step) {
+    SLUICE_RETURN_IF_ERROR(build(nullptr));
+    for (size_t i = 0; i < test_.steps.size(); ++i) {
+      Status s;
+      if (const auto* d = std::get_if<TestDelivery>(&test_.steps[i])) {
+        s = task_->inject(d->source, d->value);
+      } else {
+        const auto& a = std::get<TestAdvance>(test_.steps[i]);
+        s = task_->advance_to(clock_, clock_.monotonic_ns() + a.ms * 1'000'000);
+      }
+      if (!s.is_ok()) return Status(s.code(), fmt::format("step #{}: {}", i, s.message()));
+      if (restart_each_step) {
+        auto states = task_->snapshot_states();
+        if (!states.is_ok()) {
+          return Status(states.status().code(),
+                        fmt::format("after step #{}: {}", i, states.status().message()));
+        }
+        harvest();
+        task_.reset();
+        if (Status b = build(&states.value()); !b.is_ok()) {
+          return Status(b.code(), fmt::format("restoring after step #{}: {}", i, b.message()));
+        }
+      }
+    }
+    SLUICE_RETURN_IF_ERROR(task_->end_sources());
+    harvest();
+    return std::move(outputs_);
+  }
+
+ private:
+  Status build(const States* states) {
+    task_ = std::make_unique<Task>(spec_, TaskOptions{spec_.runtime.batch_size, 0, 1, &clock_});
+    for (const std::string& id : test_.injected) {
+      SLUICE_RETURN_IF_ERROR(task_->replace_with_injector(id));
+    }
+    task_->replace_sinks_with_discard();
+    captures_.clear();
+    for (const auto& [node, _] : test_.expected) {
+      SLUICE_ASSIGN_OR_RETURN(captures_[node], task_->attach_capture(node));
+    }
+    SLUICE_RETURN_IF_ERROR(task_->create());
+    if (states) SLUICE_RETURN_IF_ERROR(task_->restore_states(*states));
+    SLUICE_RETURN_IF_ERROR(task_->start());
+    return task_->run_until_idle();
+  }
+  void harvest() {
+    for (const auto& [node, capture] : captures_) {
+      const auto& got = task_->captured(capture);
+      auto& all = outputs_[node];
+      all.insert(all.end(), got.begin(), got.end());
+    }
+  }
+
+  const GraphSpec& spec_;
+  const TestCase& test_;
+  VirtualClock clock_;
+  std::unique_ptr<Task> task_;
+  std::map<std::string, size_t> captures_;
+  Outputs outputs_;
+};
+
+bool has_stateful_node(const GraphSpec& spec) {
+  return std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& n) {
+    return n.info && (n.info->vtable.flags & SL_NODE_STATEFUL) && n.info->vtable.snapshot;
+  });
+}
+
+// Compares one run with the case's expectations (outputs and error).
+TestOutcome judge(const TestCase& test, const Result<Outputs>& run) {
   TestOutcome outcome{true, ""};
+  if (!run.is_ok()) {
+    const std::string& message = run.status().message();
+    if (!test.expect_error) return TestOutcome{false, "  " + message + "\n"};
+    if (message.find(*test.expect_error) == std::string::npos) {
+      return TestOutcome{false, fmt::format("  expected an error containing \"{}\", got: {}\n",
+                                            *test.expect_error, message)};
+    }
+    return outcome;  // outputs before a failure are not compared
+  }
+  if (test.expect_error) {
+    outcome = TestOutcome{
+        false, fmt::format("  expected an error containing \"{}\", but the run succeeded\n",
+                           *test.expect_error)};
+  }
   for (const auto& [node, expected] : test.expected) {
-    const auto& actual = task.captured(captures[node]);
+    auto it = run.value().find(node);
+    const std::vector<Value> none;
+    const auto& actual = it == run.value().end() ? none : it->second;
     bool same = expected.size() == actual.size() &&
                 std::equal(expected.begin(), expected.end(), actual.begin());
     if (!same) {
@@ -275,6 +360,25 @@ TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
     }
   }
   return outcome;
+}
+
+}  // namespace
+
+TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
+  Result<Outputs> straight = CaseRun(spec, test).run(false);
+  TestOutcome outcome = judge(test, straight);
+  if (!outcome.passed || !test.restart_check || !has_stateful_node(spec)) return outcome;
+  // The same case with a snapshot/restore into a fresh task after every step
+  // must give what the uninterrupted run gave.
+  Result<Outputs> restarted = CaseRun(spec, test).run(true);
+  TestOutcome again = judge(test, restarted);
+  if (!again.passed) {
+    again.report =
+        "  restart check (snapshot, fresh task, restore after every step; "
+        "`restart_check = false` turns it off):\n" +
+        again.report;
+  }
+  return again;
 }
 
 }  // namespace sluice::host

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -35,6 +36,10 @@ struct TestCase {
   std::vector<TestStep> steps;
   std::map<std::string, std::vector<Value>> expected;  // node id -> outputs in order
   std::map<std::string, SourcePos> expected_pos;       // where each node id was named
+  std::optional<std::string> expect_error;  // the run must fail with this text in the error
+  // Also re-run the case restoring every stateful node from a snapshot into a
+  // fresh task after each step; the outputs must equal the uninterrupted run.
+  bool restart_check = true;
 };
 
 // Reads the [[tests]] of a TOML file. Errors carry file:line:col.

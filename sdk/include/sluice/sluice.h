@@ -44,7 +44,7 @@ extern "C" {
 /** ABI major version: a plugin built for another major is refused. */
 #define SL_ABI_MAJOR 1
 /** ABI minor version: grows when fields or functions are appended. */
-#define SL_ABI_MINOR 0
+#define SL_ABI_MINOR 1
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
 #define SL_PLUGIN_ENTRY_SYMBOL "sluice_plugin_v1"
@@ -419,6 +419,16 @@ typedef struct sl_host_api {
 
   /** The node's id in the config (e.g. "words"). Borrowed; valid as ctx. */
   sl_str (*node_id)(sl_context* ctx);
+
+  /* -- ABI 1.1 ------------------------------------------------------------ */
+
+  /** Back-pressure on one input of a multi-input node (a zip whose buffer for
+   *  input `input_index` is full): while set, the host stops polling the
+   *  sources that feed only that input, so the other inputs can catch up.
+   *  Sources that also feed another input of the node keep running (pausing
+   *  them could never let the node drain). Clear it with full = 0. Use
+   *  set_backpressure to pause every source. Task thread only. */
+  void (*set_input_backpressure)(sl_context* ctx, uint32_t input_index, int32_t full);
 } sl_host_api;
 
 /* ------------------------------------------------------------------------ */
@@ -446,6 +456,10 @@ typedef struct sl_node_init {
   uint32_t input_count;    /**< Number of inputs wired to the node. */
   uint32_t task_index;     /**< Which task (0..task_count-1) runs this instance. */
   uint32_t task_count;     /**< Number of parallel instances of the graph. */
+  /* ABI 1.1 (check struct_size before reading): */
+  const sl_str* input_ids; /**< input_count ids of the inputs, in config order (e.g.
+                                "clicks", or "parse.dead_letter" for an error
+                                output). Borrowed; valid until destroy. */
 } sl_node_init;
 
 /** A node type: a source, operator or sink. Each callback receives the state

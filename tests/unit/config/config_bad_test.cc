@@ -38,7 +38,7 @@ const BadCase k_cases[] = {
      {
          "bad/args_without_function_param.toml:9:1: error: node 'w': key 'args': 'args' holds "
          "arguments for a function parameter named 'function', which type 'window' does not have; "
-         "valid keys for type 'window' are: type, inputs, n, interval_ms, ratio, options",
+         "valid keys for type 'window' are: type, inputs, on_error, n, interval_ms, ratio, options",
      }},
     {"bad_node_id.toml",
      {
@@ -242,7 +242,7 @@ const BadCase k_cases[] = {
          "bad/reducer_args_typo.toml:9:1: error: node 'total': key 'reduce_args': 'reduce_args' "
          "holds arguments for a function parameter named 'reduce', which type 'accumulate' does "
          "not have; did you mean 'reducer_args'? valid keys for type 'accumulate' are: type, "
-         "inputs, reducer, start, returns_state, reducer_args",
+         "inputs, on_error, reducer, start, returns_state, reducer_args",
      }},
     {"runtime_errors.toml",
      {

@@ -70,9 +70,10 @@ TEST(GraphExport, Json) {
       R"({"name":"zipped","nodes":[)"
       R"({"id":"a","role":"source","type":"from_iterable","plugin":"config_test_plugin","inputs":[],"config":{"values":[1]}},)"
       R"({"id":"b","role":"source","type":"from_iterable","plugin":"config_test_plugin","inputs":[],"config":{"values":["x"]}},)"
-      R"({"id":"z","role":"operator","type":"zip","plugin":"config_test_plugin","inputs":["b","a"],"config":{}},)"
-      R"({"id":"out","role":"sink","type":"print","plugin":"config_test_plugin","inputs":["z"],"config":{"prefix":""}}],)"
-      R"("edges":[{"from":"b","to":"z","input":0},{"from":"a","to":"z","input":1},{"from":"z","to":"out","input":0}]})");
+      R"({"id":"z","role":"operator","type":"zip","on_error":"fail","plugin":"config_test_plugin","inputs":["b","a"],"config":{}},)"
+      R"({"id":"out","role":"sink","type":"print","on_error":"fail","plugin":"config_test_plugin","inputs":["z"],"config":{"prefix":""}}],)"
+      R"("edges":[{"from":"b","port":"main","to":"z","input":0},{"from":"a","port":"main","to":"z","input":1},)"
+      R"({"from":"z","port":"main","to":"out","input":0}]})");
 }
 
 // A hand-built spec with characters that need escaping in both formats.
@@ -88,7 +89,7 @@ GraphSpec awkward_graph() {
   sink.id = "k";
   sink.role = SL_ROLE_SINK;
   sink.type = "line\nbreak";
-  sink.inputs.push_back(InputRef{"s\"1", {}});
+  sink.inputs.push_back(InputRef{"s\"1", {}, "s\"1", OutputPort::main});
   std::vector<std::pair<std::string, Value>> cfg{{"q\"", Value::string("a\\b\n")}};
   sink.config = Value::object(cfg);
   g.nodes = {src, sink};
@@ -111,8 +112,8 @@ TEST(GraphExport, JsonEscapes) {
       to_json(awkward_graph()),
       R"({"name":"say \"hi\"\\","nodes":[)"
       R"({"id":"s\"1","role":"source","type":"t\\x","plugin":null,"inputs":[],"config":{}},)"
-      R"({"id":"k","role":"sink","type":"line\nbreak","plugin":null,"inputs":["s\"1"],"config":{"q\"":"a\\b\n"}}],)"
-      R"("edges":[{"from":"s\"1","to":"k","input":0}]})");
+      R"({"id":"k","role":"sink","type":"line\nbreak","on_error":"fail","plugin":null,"inputs":["s\"1"],"config":{"q\"":"a\\b\n"}}],)"
+      R"("edges":[{"from":"s\"1","port":"main","to":"k","input":0}]})");
 }
 
 GraphSpec graph_of(const std::vector<std::pair<std::string, std::vector<std::string>>>& nodes) {
@@ -120,7 +121,7 @@ GraphSpec graph_of(const std::vector<std::pair<std::string, std::vector<std::str
   for (const auto& [id, inputs] : nodes) {
     NodeSpec n;
     n.id = id;
-    for (const auto& in : inputs) n.inputs.push_back(InputRef{in, {}});
+    for (const auto& in : inputs) n.inputs.push_back(InputRef{in, {}, in, OutputPort::main});
     g.nodes.push_back(std::move(n));
   }
   return g;

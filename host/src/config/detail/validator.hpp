@@ -45,6 +45,7 @@ class Validator {
   NodeSpec check_node(const NodeDecl& decl);
   void check_type(NodeSpec& node, const toml::table& table);
   void check_inputs_syntax(NodeSpec& node, const toml::table& table);
+  void check_error_policy(NodeSpec& node, const toml::table& table);
   void check_input_targets();
   void check_graph();
 

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace sluice::sdk {
 
@@ -155,6 +156,18 @@ class Context {
   /// Sinks and buffering operators: `true` pauses the task's sources until every node that
   /// set it says `false` again.
   void set_backpressure(bool full) const noexcept { host().set_backpressure(ctx_, full ? 1 : 0); }
+  /// Back-pressure on one input only (a zip whose buffer for `input` is full): the host
+  /// pauses the sources that feed only that input. On an ABI 1.0 host, which lacks the
+  /// call, every source is paused instead (set_backpressure).
+  void set_input_backpressure(uint32_t input, bool full) const noexcept {
+    const sl_host_api& h = host();
+    if (h.struct_size >= offsetof(sl_host_api, set_input_backpressure) + sizeof(void*) &&
+        h.set_input_backpressure != nullptr) {
+      h.set_input_backpressure(ctx_, input, full ? 1 : 0);
+    } else {
+      h.set_backpressure(ctx_, full ? 1 : 0);
+    }
+  }
 
   /// Logs `msg` under the node at `level` (SL_LOG_*). Thread-safe.
   void log(int32_t level, std::string_view msg) const noexcept {
@@ -290,7 +303,41 @@ class Config {
       : object_(Value::borrow(object)), where_(std::move(where)) {}
   /// The config of the node being created.
   explicit Config(const sl_node_init& init)
-      : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {}
+      : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {
+    input_count_ = init.input_count;
+    if (init.struct_size >= offsetof(sl_node_init, input_ids) + sizeof(void*) &&
+        init.input_ids != nullptr) {
+      for (uint32_t i = 0; i < init.input_count; ++i) {
+        input_ids_.emplace_back(init.input_ids[i].data, init.input_ids[i].size);
+      }
+    }
+  }
+
+  /// Number of inputs wired to the node (0 for a Config built from a bare object).
+  [[nodiscard]] uint32_t input_count() const noexcept { return input_count_; }
+  /// The ids of the node's inputs in config order (empty on an ABI 1.0 host).
+  [[nodiscard]] const std::vector<std::string>& input_ids() const noexcept { return input_ids_; }
+  /// Resolves a reference to an input: an int index (0-based) or an input id string, as
+  /// found in `key` (used in errors). Throws when it names no input.
+  [[nodiscard]] uint32_t input_index(std::string_view key, const Value& ref) const {
+    if (ref.is_int()) {
+      const int64_t i = ref.as_int();
+      if (i < 0 || i >= static_cast<int64_t>(input_count_)) {
+        fail(key, "input index " + std::to_string(i) + " is out of range (the node has " +
+                      std::to_string(input_count_) + " inputs)");
+      }
+      return static_cast<uint32_t>(i);
+    }
+    if (ref.is_string()) {
+      for (uint32_t i = 0; i < input_ids_.size(); ++i) {
+        if (input_ids_[i] == ref.as_str()) return i;
+      }
+      std::string list;
+      for (const auto& id : input_ids_) list += (list.empty() ? "\"" : ", \"") + id + "\"";
+      fail(key, "names no input: \"" + std::string(ref.as_str()) + "\" (inputs are " + list + ")");
+    }
+    fail(key, "must name an input by id (string) or index (int)");
+  }
 
   /// The whole object.
   [[nodiscard]] const Value& object() const noexcept { return object_; }
@@ -396,6 +443,8 @@ class Config {
 
   Value object_;
   std::string where_;
+  uint32_t input_count_ = 0;
+  std::vector<std::string> input_ids_;
 };
 
 }  // namespace sluice::sdk
