@@ -1,7 +1,7 @@
-// The standard function library: identity, arithmetic, case, JSON and comparisons.
+// The standard function library, part 1: identity, JSON, arithmetic and comparisons.
 #include <sluice/sluice.hpp>
 
-#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,20 +23,46 @@ Status Identity::call_batch(Context /*ctx*/, Args in, std::span<Value> out) {
   return {};
 }
 
+Result<Value> JsonParse::call(Context ctx, ValueRef x) {
+  if (!x.is_string() && !x.is_bytes()) {
+    return sdk::invalid_argument("json_parse: expected a string or bytes, got " +
+                                 std::string(x.kind_name()));
+  }
+  return ctx.parse_json(x.as_str());
+}
+
 // --- arithmetic --------------------------------------------------------------------------
 
 namespace {
 
 constexpr const char* symbol(ArithOp op) noexcept {
-  return op == ArithOp::add ? "+" : op == ArithOp::sub ? "-" : "*";
+  switch (op) {
+    case ArithOp::add: return "+";
+    case ArithOp::sub: return "-";
+    case ArithOp::mul: return "*";
+    case ArithOp::div: return "/";
+    case ArithOp::mod: return "%";
+  }
+  return "?";
 }
 
-/// a <op> b into r; false on int64 overflow.
+/// a <op> b into r for the int-preserving ops; false on int64 overflow. div never comes
+/// here; mod's divisor is non-zero (checked by the caller).
 template <ArithOp Op>
 bool int_op(int64_t a, int64_t b, int64_t& r) noexcept {
   if constexpr (Op == ArithOp::add) return !__builtin_add_overflow(a, b, &r);
   if constexpr (Op == ArithOp::sub) return !__builtin_sub_overflow(a, b, &r);
   if constexpr (Op == ArithOp::mul) return !__builtin_mul_overflow(a, b, &r);
+  if constexpr (Op == ArithOp::mod) {
+    if (b == -1) {  // INT64_MIN % -1 traps in C; Python says 0
+      r = 0;
+      return true;
+    }
+    r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;  // Python: the sign of the divisor
+    return true;
+  }
+  return false;
 }
 
 template <ArithOp Op>
@@ -44,32 +70,71 @@ double float_op(double a, double b) noexcept {
   if constexpr (Op == ArithOp::add) return a + b;
   if constexpr (Op == ArithOp::sub) return a - b;
   if constexpr (Op == ArithOp::mul) return a * b;
+  if constexpr (Op == ArithOp::div) return a / b;
+  if constexpr (Op == ArithOp::mod) {
+    double r = std::fmod(a, b);
+    if (r != 0.0) {
+      if ((r < 0) != (b < 0)) r += b;
+    } else {
+      r = std::copysign(0.0, b);  // Python: -0.0 % 3 == 0.0, 0.0 % -3 == -0.0
+    }
+    return r;
+  }
+}
+
+template <ArithOp Op>
+Status division_by_zero(ValueRef x) {
+  return sdk::invalid_argument(std::string(Arithmetic<Op>::k_name) + ": division by zero (" +
+                               x.to_json() + " " + symbol(Op) + " 0)");
 }
 
 template <ArithOp Op>
 Result<Value> apply(ValueRef x, ValueRef y) {
-  if (x.is_int() && y.is_int()) {
+  constexpr const char* name = Arithmetic<Op>::k_name;
+  if constexpr (Op == ArithOp::add) {
+    if (y.is_string()) {
+      if (!x.is_string()) {
+        return sdk::invalid_argument(std::string(name) +
+                                     ": expected a string (value is a string), got " +
+                                     std::string(x.kind_name()));
+      }
+      std::string s(x.as_str());
+      s.append(y.as_str());
+      return Value::string(s);
+    }
+  }
+  if (!x.is_number()) {
+    return sdk::invalid_argument(std::string(name) + ": expected a number, got " +
+                                 std::string(x.kind_name()));
+  }
+  if (x.is_int() && y.is_int() && Op != ArithOp::div) {
+    const int64_t a = x.raw().as.i;
+    const int64_t b = y.raw().as.i;
+    if (Op == ArithOp::mod && b == 0) return division_by_zero<Op>(x);
     int64_t r = 0;
-    if (!int_op<Op>(x.raw().as.i, y.raw().as.i, r)) {
-      return sdk::out_of_range(std::string(Arithmetic<Op>::k_name) + ": " +
-                               std::to_string(x.raw().as.i) + " " + symbol(Op) + " " +
-                               std::to_string(y.raw().as.i) + " does not fit in a 64-bit int");
+    if (!int_op<Op>(a, b, r)) {
+      return sdk::out_of_range(std::string(name) + ": " + std::to_string(a) + " " + symbol(Op) +
+                               " " + std::to_string(b) + " does not fit in a 64-bit int");
     }
     return Value::integer(r);
   }
-  if (!x.is_number()) {
-    return sdk::invalid_argument(std::string(Arithmetic<Op>::k_name) + ": expected a number, got " +
-                                 std::string(x.kind_name()));
-  }
-  return Value::floating(float_op<Op>(x.as_float(), y.as_float()));
+  const double b = y.as_float();
+  if ((Op == ArithOp::div || Op == ArithOp::mod) && b == 0.0) return division_by_zero<Op>(x);
+  return Value::floating(float_op<Op>(x.as_float(), b));
 }
 
 }  // namespace
 
 template <ArithOp Op>
 Arithmetic<Op>::Arithmetic(const Config& args) : operand_(args.get_value("value")) {
-  if (!operand_.is_number()) {
-    args.fail("value", "must be a number (got " + std::string(operand_.kind_name()) + ")");
+  const bool ok = operand_.is_number() || (Op == ArithOp::add && operand_.is_string());
+  if (!ok) {
+    args.fail("value", std::string(Op == ArithOp::add ? "must be a number or a string"
+                                                      : "must be a number") +
+                           " (got " + std::string(operand_.kind_name()) + ")");
+  }
+  if ((Op == ArithOp::div || Op == ArithOp::mod) && operand_.as_float() == 0.0) {
+    args.fail("value", "must not be zero (division by zero)");
   }
 }
 
@@ -80,7 +145,7 @@ Result<Value> Arithmetic<Op>::call(ValueRef x) const {
 
 template <ArithOp Op>
 Status Arithmetic<Op>::call_batch(Context /*ctx*/, Args in, std::span<Value> out) const {
-  const bool int_operand = operand_.is_int();
+  const bool int_operand = operand_.is_int() && Op != ArithOp::div;
   const int64_t b = operand_.raw().as.i;
   for (size_t i = 0; i < in.size(); ++i) {
     int64_t r = 0;  // ints: inline, no host call, no Result
@@ -96,38 +161,8 @@ Status Arithmetic<Op>::call_batch(Context /*ctx*/, Args in, std::span<Value> out
 template class Arithmetic<ArithOp::add>;
 template class Arithmetic<ArithOp::sub>;
 template class Arithmetic<ArithOp::mul>;
-
-// --- strings and JSON --------------------------------------------------------------------
-
-template <bool ToUpper>
-Result<Value> ChangeCase<ToUpper>::call(ValueRef x) {
-  if (!x.is_string()) {
-    return sdk::invalid_argument(std::string(k_name) + ": expected a string, got " +
-                                 std::string(x.kind_name()));
-  }
-  const auto changes = [](char c) {
-    return ToUpper ? (c >= 'a' && c <= 'z') : (c >= 'A' && c <= 'Z');
-  };
-  const std::string_view s = x.as_str();
-  const auto first = std::find_if(s.begin(), s.end(), changes);
-  if (first == s.end()) return Value::borrow(x);  // nothing to change: share, don't copy
-  std::string t(s);
-  for (auto it = t.begin() + (first - s.begin()); it != t.end(); ++it) {
-    if (changes(*it)) *it = static_cast<char>(*it ^ 0x20);
-  }
-  return Value::string(t);
-}
-
-template struct ChangeCase<true>;
-template struct ChangeCase<false>;
-
-Result<Value> JsonParse::call(Context ctx, ValueRef x) {
-  if (!x.is_string() && !x.is_bytes()) {
-    return sdk::invalid_argument("json_parse: expected a string or bytes, got " +
-                                 std::string(x.kind_name()));
-  }
-  return ctx.parse_json(x.as_str());
-}
+template class Arithmetic<ArithOp::div>;
+template class Arithmetic<ArithOp::mod>;
 
 // --- predicates --------------------------------------------------------------------------
 
@@ -135,20 +170,33 @@ namespace {
 
 template <CompareOp Op>
 constexpr bool holds(int c) noexcept {
-  if constexpr (Op == CompareOp::gt) return c > 0;
-  if constexpr (Op == CompareOp::lt) return c < 0;
   if constexpr (Op == CompareOp::eq) return c == 0;
+  if constexpr (Op == CompareOp::ne) return c != 0;
+  if constexpr (Op == CompareOp::gt) return c > 0;
+  if constexpr (Op == CompareOp::ge) return c >= 0;
+  if constexpr (Op == CompareOp::lt) return c < 0;
+  if constexpr (Op == CompareOp::le) return c <= 0;
 }
 
 }  // namespace
 
 template <CompareOp Op>
+Compare<Op>::Compare(const Config& args) : operand_(args.get_value("value")) {
+  if (args.has("path")) path_.emplace(args, "path");
+}
+
+template <CompareOp Op>
 bool Compare<Op>::call(ValueRef x) const {
+  if (path_) return holds<Op>(sdk::compare(path_->lookup(x).value_or(Value()), operand_));
   return holds<Op>(sdk::compare(x, operand_));
 }
 
 template <CompareOp Op>
 Status Compare<Op>::call_batch(Context /*ctx*/, Args in, std::span<Value> out) const {
+  if (path_) {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = Value::boolean(call(in[i]));
+    return {};
+  }
   const bool int_operand = operand_.is_int();
   const int64_t b = operand_.raw().as.i;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -164,12 +212,20 @@ Status Compare<Op>::call_batch(Context /*ctx*/, Args in, std::span<Value> out) c
   return {};
 }
 
-template class Compare<CompareOp::gt>;
-template class Compare<CompareOp::lt>;
 template class Compare<CompareOp::eq>;
+template class Compare<CompareOp::ne>;
+template class Compare<CompareOp::gt>;
+template class Compare<CompareOp::ge>;
+template class Compare<CompareOp::lt>;
+template class Compare<CompareOp::le>;
 
 Status NotNull::call_batch(Context /*ctx*/, Args in, std::span<Value> out) {
   for (size_t i = 0; i < in.size(); ++i) out[i] = Value::boolean(!in[i].is_null());
+  return {};
+}
+
+Status Truthy::call_batch(Context /*ctx*/, Args in, std::span<Value> out) {
+  for (size_t i = 0; i < in.size(); ++i) out[i] = Value::boolean(in[i].truthy());
   return {};
 }
 

@@ -1,13 +1,45 @@
-// The standard function library of the core_ops plugin: named functions that map, filter
-// and the other higher-order operators call. Each has a batch form where it is cheap.
+// The standard function library of the core_ops plugin: named functions that map, filter,
+// accumulate and the other higher-order operators call. Each has a batch form where it is
+// cheap. Errors name the function and the kind of the offending value ("add: expected a
+// number, got string"). Definitions: functions.cc (identity, arithmetic, comparisons, JSON),
+// functions_text.cc (get, strings, conversions), functions_reduce.cc (reducers).
 #pragma once
 
 #include <sluice/sluice.hpp>
 
 #include <array>
+#include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
+#include <variant>
+#include <vector>
 
 namespace sluice::core_ops {
+
+// --- helpers shared by the function files ------------------------------------------------
+
+/// A path into nested values: object keys (strings) and array indexes (ints, negative from
+/// the end as in Python), applied in order. Built from the `path` argument of get, the
+/// predicates and count_by: a string, an int, or an array of them.
+class Path {
+ public:
+  /// Parses `spec`; throws (through cfg.fail) naming `key` when it is of another kind.
+  Path(const sdk::Config& cfg, std::string_view key);
+  /// The value at the path in `x`, or nullopt when a step is missing: an absent key, an
+  /// index out of range, or a step into a value that is not a container of that kind.
+  [[nodiscard]] std::optional<sdk::Value> lookup(sdk::ValueRef x) const;
+
+ private:
+  std::vector<std::variant<std::string, int64_t>> steps_;
+};
+
+/// x's text as count_by keys and to_string give it: a string as is, bytes as their
+/// characters, an int in decimal, a float as Python's repr (1.0, 1e+16, inf, nan), and
+/// null, bools, arrays and objects as compact JSON (null, true, [1,2]).
+std::string string_form(sdk::ValueRef x);
+
+// --- identity and JSON ----------------------------------------------------------------------
 
 /// `identity`: x.
 struct Identity {
@@ -16,55 +48,6 @@ struct Identity {
   static sdk::Value call(sdk::ValueRef x) { return sdk::Value::borrow(x); }
   static sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out);
 };
-
-/// The operation of an Arithmetic function.
-enum class ArithOp { add, sub, mul };
-
-/// `add`, `sub`, `mul`: x <op> value. int <op> int stays an int (overflow is an
-/// OUT_OF_RANGE error); any float makes a float; another kind is an INVALID_ARGUMENT error.
-template <ArithOp Op>
-class Arithmetic {
- public:
-  static constexpr const char* k_name = Op == ArithOp::add   ? "add"
-                                        : Op == ArithOp::sub ? "sub"
-                                                             : "mul";
-  static constexpr const char* k_doc =
-      Op == ArithOp::add
-          ? "x + value. Ints stay ints (overflow is an error); a float makes a float."
-      : Op == ArithOp::sub
-          ? "x - value. Ints stay ints (overflow is an error); a float makes a float."
-          : "x * value. Ints stay ints (overflow is an error); a float makes a float.";
-  static constexpr std::array k_params{
-      sdk::required("value", SL_PARAM_ANY, "The other operand: an int or a float."),
-  };
-
-  explicit Arithmetic(const sdk::Config& args);
-  [[nodiscard]] sdk::Result<sdk::Value> call(sdk::ValueRef x) const;
-  sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
-
- private:
-  sdk::Value operand_;
-};
-using Add = Arithmetic<ArithOp::add>;
-using Sub = Arithmetic<ArithOp::sub>;
-using Mul = Arithmetic<ArithOp::mul>;
-extern template class Arithmetic<ArithOp::add>;
-extern template class Arithmetic<ArithOp::sub>;
-extern template class Arithmetic<ArithOp::mul>;
-
-/// `upper`, `lower`: ASCII case change of a string (other bytes unchanged).
-template <bool ToUpper>
-struct ChangeCase {
-  static constexpr const char* k_name = ToUpper ? "upper" : "lower";
-  static constexpr const char* k_doc =
-      ToUpper ? "The string with ASCII letters upper-cased (other characters unchanged)."
-              : "The string with ASCII letters lower-cased (other characters unchanged).";
-  static sdk::Result<sdk::Value> call(sdk::ValueRef x);
-};
-using Upper = ChangeCase<true>;
-using Lower = ChangeCase<false>;
-extern template struct ChangeCase<true>;
-extern template struct ChangeCase<false>;
 
 /// `json_parse`: the value a JSON text (string or bytes) describes.
 struct JsonParse {
@@ -83,39 +66,115 @@ using JsonDump = sdk::SimpleFunction<"json_dump",
                                      "become base64 strings).",
                                      &json_dump_value>;
 
-/// The test of a Compare predicate.
-enum class CompareOp { gt, lt, eq };
+// --- arithmetic ------------------------------------------------------------------------------
 
-/// `gt`, `lt`, `eq`: x <op> value in the host's total order of values (numbers compare by
-/// value, 1 == 1.0; null < bool < numbers < string < bytes < array < object).
-template <CompareOp Op>
-class Compare {
+/// The operation of an Arithmetic function.
+enum class ArithOp { add, sub, mul, div, mod };
+
+/// `add`, `sub`, `mul`, `div`, `mod`: x <op> value, with Python's semantics on int and float:
+/// int <op> int stays an int for add, sub, mul and mod (overflow is an OUT_OF_RANGE error);
+/// div is true division (always a float); mod takes the sign of the divisor; a zero divisor
+/// is an INVALID_ARGUMENT error (for floats too, as Python raises); any float makes a float.
+/// add also concatenates two strings. Bools are not numbers here (an error, unlike Python).
+template <ArithOp Op>
+class Arithmetic {
  public:
-  static constexpr const char* k_name = Op == CompareOp::gt   ? "gt"
-                                        : Op == CompareOp::lt ? "lt"
-                                                              : "eq";
+  static constexpr const char* k_name = Op == ArithOp::add   ? "add"
+                                        : Op == ArithOp::sub ? "sub"
+                                        : Op == ArithOp::mul ? "mul"
+                                        : Op == ArithOp::div ? "div"
+                                                             : "mod";
   static constexpr const char* k_doc =
-      Op == CompareOp::gt   ? "True when x > value (numbers by value; other kinds by kind order)."
-      : Op == CompareOp::lt ? "True when x < value (numbers by value; other kinds by kind order)."
-                            : "True when x == value (1 == 1.0; values of different kinds differ).";
-  static constexpr int32_t k_kind = SL_FUNCTION_PREDICATE;
+      Op == ArithOp::add
+          ? "x + value. Ints stay ints (overflow is an error); a float makes a float; two "
+            "strings concatenate."
+      : Op == ArithOp::sub
+          ? "x - value. Ints stay ints (overflow is an error); a float makes a float."
+      : Op == ArithOp::mul
+          ? "x * value. Ints stay ints (overflow is an error); a float makes a float."
+      : Op == ArithOp::div
+          ? "x / value, Python's true division: always a float (7 / 2 = 3.5); a zero divisor "
+            "is an error."
+          : "x % value with Python's sign rule (the result has the divisor's sign: -7 % 3 = "
+            "2); ints stay ints; a zero divisor is an error.";
   static constexpr std::array k_params{
-      sdk::required("value", SL_PARAM_ANY, "The value to compare each element with."),
+      sdk::required("value", SL_PARAM_ANY,
+                    Op == ArithOp::add ? "The other operand: an int, a float or (to append) a "
+                                         "string."
+                                       : "The other operand: an int or a float."),
   };
 
-  explicit Compare(const sdk::Config& args) : operand_(args.get_value("value")) {}
-  [[nodiscard]] bool call(sdk::ValueRef x) const;
+  explicit Arithmetic(const sdk::Config& args);
+  [[nodiscard]] sdk::Result<sdk::Value> call(sdk::ValueRef x) const;
   sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
 
  private:
   sdk::Value operand_;
 };
-using Gt = Compare<CompareOp::gt>;
-using Lt = Compare<CompareOp::lt>;
+using Add = Arithmetic<ArithOp::add>;
+using Sub = Arithmetic<ArithOp::sub>;
+using Mul = Arithmetic<ArithOp::mul>;
+using Div = Arithmetic<ArithOp::div>;
+using Mod = Arithmetic<ArithOp::mod>;
+extern template class Arithmetic<ArithOp::add>;
+extern template class Arithmetic<ArithOp::sub>;
+extern template class Arithmetic<ArithOp::mul>;
+extern template class Arithmetic<ArithOp::div>;
+extern template class Arithmetic<ArithOp::mod>;
+
+// --- predicates ------------------------------------------------------------------------------
+
+/// The test of a Compare predicate.
+enum class CompareOp { eq, ne, gt, ge, lt, le };
+
+/// `eq`, `ne`, `gt`, `ge`, `lt`, `le`: x <op> value in the host's total order of values
+/// (numbers compare by value, 1 == 1.0; across kinds null < bool < numbers < string < bytes <
+/// array < object, so comparing different kinds never fails: gt(null, 5) is false). With
+/// `path`, x is first replaced by the value at that path (null when missing).
+template <CompareOp Op>
+class Compare {
+ public:
+  static constexpr const char* k_name = Op == CompareOp::eq   ? "eq"
+                                        : Op == CompareOp::ne ? "ne"
+                                        : Op == CompareOp::gt ? "gt"
+                                        : Op == CompareOp::ge ? "ge"
+                                        : Op == CompareOp::lt ? "lt"
+                                                              : "le";
+  static constexpr const char* k_doc =
+      Op == CompareOp::eq   ? "True when x == value (1 == 1.0; values of different kinds differ)."
+      : Op == CompareOp::ne ? "True when x != value (1 == 1.0; values of different kinds differ)."
+      : Op == CompareOp::gt ? "True when x > value (numbers by value; other kinds by kind order)."
+      : Op == CompareOp::ge ? "True when x >= value (numbers by value; other kinds by kind order)."
+      : Op == CompareOp::lt ? "True when x < value (numbers by value; other kinds by kind order)."
+                            : "True when x <= value (numbers by value; other kinds by kind order).";
+  static constexpr int32_t k_kind = SL_FUNCTION_PREDICATE;
+  static constexpr std::array k_params{
+      sdk::required("value", SL_PARAM_ANY, "The value to compare each element with."),
+      sdk::param("path", SL_PARAM_ANY, nullptr,
+                 "Compare the value at this path of x instead (as `get`: a key, an index or an "
+                 "array of them; missing is null)."),
+  };
+
+  explicit Compare(const sdk::Config& args);
+  [[nodiscard]] bool call(sdk::ValueRef x) const;
+  sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
+
+ private:
+  sdk::Value operand_;
+  std::optional<Path> path_;
+};
 using Eq = Compare<CompareOp::eq>;
-extern template class Compare<CompareOp::gt>;
-extern template class Compare<CompareOp::lt>;
+using Ne = Compare<CompareOp::ne>;
+using Gt = Compare<CompareOp::gt>;
+using Ge = Compare<CompareOp::ge>;
+using Lt = Compare<CompareOp::lt>;
+using Le = Compare<CompareOp::le>;
 extern template class Compare<CompareOp::eq>;
+extern template class Compare<CompareOp::ne>;
+extern template class Compare<CompareOp::gt>;
+extern template class Compare<CompareOp::ge>;
+extern template class Compare<CompareOp::lt>;
+extern template class Compare<CompareOp::le>;
 
 /// `not_null`: x is not null.
 struct NotNull {
@@ -124,6 +183,220 @@ struct NotNull {
   static constexpr int32_t k_kind = SL_FUNCTION_PREDICATE;
   static bool call(sdk::ValueRef x) { return !x.is_null(); }
   static sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out);
+};
+
+/// `truthy`: Python truthiness of x.
+struct Truthy {
+  static constexpr const char* k_name = "truthy";
+  static constexpr const char* k_doc =
+      "True when x is truthy as in Python: null, false, 0, 0.0, \"\", empty bytes, [] and {} "
+      "are false; everything else (NaN included) is true.";
+  static constexpr int32_t k_kind = SL_FUNCTION_PREDICATE;
+  static bool call(sdk::ValueRef x) { return x.truthy(); }
+  static sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out);
+};
+
+// --- get, strings and conversions (functions_text.cc) -------------------------------------
+
+/// `get`: the value at a path (see Path); `default` (null unless given) when missing.
+class Get {
+ public:
+  static constexpr const char* k_name = "get";
+  static constexpr const char* k_doc =
+      "The value at `path` in x: a key of an object (string), an index of an array (int; "
+      "negative counts from the end, as in Python), or an array of them to go deeper "
+      "(path = [\"user\", \"tags\", 0]). When a step is missing (absent key, index out of "
+      "range, or a step into a value of another kind) the result is `default` (null unless "
+      "given), not an error: follow with filter(not_null) to drop such elements.";
+  static constexpr std::array k_params{
+      sdk::required("path", SL_PARAM_ANY, "A key, an index, or an array of them."),
+      sdk::param("default", SL_PARAM_ANY, nullptr, "The result when the path is missing."),
+  };
+
+  explicit Get(const sdk::Config& args);
+  [[nodiscard]] sdk::Value call(sdk::ValueRef x) const;
+  sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
+
+ private:
+  Path path_;
+  sdk::Value default_;
+};
+
+/// `upper`, `lower`: ASCII case change of a string (other bytes unchanged).
+template <bool ToUpper>
+struct ChangeCase {
+  static constexpr const char* k_name = ToUpper ? "upper" : "lower";
+  static constexpr const char* k_doc =
+      ToUpper ? "The string with ASCII letters upper-cased (other characters unchanged, unlike "
+                "Python's Unicode-aware str.upper)."
+              : "The string with ASCII letters lower-cased (other characters unchanged, unlike "
+                "Python's Unicode-aware str.lower).";
+  static sdk::Result<sdk::Value> call(sdk::ValueRef x);
+};
+using Upper = ChangeCase<true>;
+using Lower = ChangeCase<false>;
+extern template struct ChangeCase<true>;
+extern template struct ChangeCase<false>;
+
+/// `split`: Python's str.split(sep, maxsplit) as an array of strings.
+class Split {
+ public:
+  static constexpr const char* k_name = "split";
+  static constexpr const char* k_doc =
+      "Splits a string into an array of strings, as Python's str.split: without `sep`, on "
+      "runs of whitespace (Unicode whitespace, as str.isspace), ignoring it at both ends "
+      "(\"  a b \" gives [\"a\", \"b\"], \"\" gives []); with `sep`, on each occurrence of "
+      "it (\"a,,b\" gives [\"a\", \"\", \"b\"], \"\" gives [\"\"]).";
+  static constexpr std::array k_params{
+      sdk::param("sep", SL_PARAM_STRING, nullptr, "The separator (non-empty)."),
+      sdk::param("maxsplit", SL_PARAM_INT, "-1",
+                 "At most this many splits (the rest stays in the last item); -1: no limit."),
+  };
+
+  explicit Split(const sdk::Config& args);
+  [[nodiscard]] sdk::Result<sdk::Value> call(sdk::ValueRef x) const;
+
+ private:
+  std::optional<std::string> sep_;
+  int64_t maxsplit_;
+};
+
+/// `strip`: Python's str.strip(chars).
+class Strip {
+ public:
+  static constexpr const char* k_name = "strip";
+  static constexpr const char* k_doc =
+      "The string without leading and trailing whitespace (Unicode whitespace, as Python's "
+      "str.strip()), or without any of the characters of `chars` at both ends.";
+  static constexpr std::array k_params{
+      sdk::param("chars", SL_PARAM_STRING, nullptr,
+                 "The characters to remove (each a Unicode character); default whitespace."),
+  };
+
+  explicit Strip(const sdk::Config& args);
+  [[nodiscard]] sdk::Result<sdk::Value> call(sdk::ValueRef x) const;
+
+ private:
+  std::optional<std::vector<uint32_t>> chars_;  // code points; nullopt: whitespace
+};
+
+/// `len`: Python's len().
+struct Len {
+  static constexpr const char* k_name = "len";
+  static constexpr const char* k_doc =
+      "The length of x as Python's len(): a string's characters (UTF-8 code points, so "
+      "len(\"héllo\") is 5), the bytes of bytes, an array's items, an object's entries; "
+      "another kind is an error.";
+  static sdk::Result<sdk::Value> call(sdk::ValueRef x);
+  static sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out);
+};
+
+/// `to_int`: Python's int().
+struct ToInt {
+  static constexpr const char* k_name = "to_int";
+  static constexpr const char* k_doc =
+      "x as an int, as Python's int(): a float truncates toward zero (NaN and infinities are "
+      "errors), a bool is 0 or 1, a string (or bytes) of a decimal integer is parsed "
+      "(surrounding whitespace, a sign and single underscores between digits allowed: "
+      "\" -1_000 \" is -1000; \"3.5\" is an error). Out of the 64-bit range is an error.";
+  static sdk::Result<sdk::Value> call(sdk::ValueRef x);
+};
+
+/// `to_float`: Python's float().
+struct ToFloat {
+  static constexpr const char* k_name = "to_float";
+  static constexpr const char* k_doc =
+      "x as a float, as Python's float(): ints and bools convert, a string (or bytes) is "
+      "parsed (surrounding whitespace allowed; \"1e3\", \"-inf\", \"nan\" accepted; too large "
+      "is inf, as Python); another kind or text is an error.";
+  static sdk::Result<sdk::Value> call(sdk::ValueRef x);
+};
+
+/// `to_string`: string_form(x).
+struct ToString {
+  static constexpr const char* k_name = "to_string";
+  static constexpr const char* k_doc =
+      "x as a string: a string unchanged, bytes as their characters, an int in decimal, a "
+      "float as Python's repr (1.0, 0.1, 1e+16, inf, nan), and null, bools, arrays and "
+      "objects as compact JSON (null, true, [1,\"a\"]) -- JSON spelling rather than Python's "
+      "None/True.";
+  static sdk::Value call(sdk::ValueRef x);
+};
+
+// --- reducers (functions_reduce.cc), called (acc, x) -------------------------------------
+
+/// `sum`: acc + x (numbers; ints stay ints, overflow is an error).
+struct Sum {
+  static constexpr const char* k_name = "sum";
+  static constexpr const char* k_doc =
+      "Reducer: acc + x. Ints stay ints (overflow is an error), a float makes a float; "
+      "another kind is an error. Without `start`, accumulate starts from the first element "
+      "(a running total); with start = 0 the same.";
+  static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
+  static sdk::Result<sdk::Value> call(sdk::Args args);
+};
+
+/// `count`: acc + 1.
+struct Count {
+  static constexpr const char* k_name = "count";
+  static constexpr const char* k_doc =
+      "Reducer: acc + 1, the number of elements seen. Give accumulate start = 0: without "
+      "`start` the first element itself becomes the state (as in streamz), so counting would "
+      "go on from its value; a state that is not an int is an error.";
+  static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
+  static sdk::Result<sdk::Value> call(sdk::Args args);
+};
+
+/// `min`, `max`: the smaller / larger of acc and x.
+template <bool Max>
+struct Extreme {
+  static constexpr const char* k_name = Max ? "max" : "min";
+  static constexpr const char* k_doc =
+      Max ? "Reducer: the larger of acc and x in the host's order of values (numbers by value; "
+            "on a tie acc is kept). Works with or without `start`."
+          : "Reducer: the smaller of acc and x in the host's order of values (numbers by value; "
+            "on a tie acc is kept). Works with or without `start`.";
+  static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
+  static sdk::Value call(sdk::Args args);
+};
+using Min = Extreme<false>;
+using Max = Extreme<true>;
+extern template struct Extreme<false>;
+extern template struct Extreme<true>;
+
+/// `count_by`: acc with acc[string_form(key)] incremented, key = x or x at `path`.
+class CountBy {
+ public:
+  static constexpr const char* k_name = "count_by";
+  static constexpr const char* k_doc =
+      "Reducer: an object of counts keyed by the string form of x (as to_string; with `path`, "
+      "of the value at that path, \"null\" when missing) -- word frequencies with "
+      "split and flatten before it. Keys keep first-seen order. Start with start = {}; "
+      "without `start`, a state that is not an object is taken to be the first element "
+      "(streamz makes it the state) and counted, so elements that are objects need start = {}.";
+  static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
+  static constexpr std::array k_params{
+      sdk::param("path", SL_PARAM_ANY, nullptr,
+                 "Count the value at this path of x (as `get`) instead of x."),
+  };
+
+  explicit CountBy(const sdk::Config& args);
+  [[nodiscard]] sdk::Result<sdk::Value> call(sdk::Args args) const;
+
+ private:
+  [[nodiscard]] std::string key_of(sdk::ValueRef x) const;
+  std::optional<Path> path_;
+};
+
+/// `collect_list`: acc with x appended.
+struct CollectList {
+  static constexpr const char* k_name = "collect_list";
+  static constexpr const char* k_doc =
+      "Reducer: the array acc with x appended (a copy: O(n) per element, for modest lists). "
+      "Start with start = []; without `start`, a state that is not an array is taken to be the "
+      "first element and becomes [first, x], so elements that are arrays need start = [].";
+  static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
+  static sdk::Value call(sdk::Args args);
 };
 
 }  // namespace sluice::core_ops

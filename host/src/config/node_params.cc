@@ -3,10 +3,12 @@
 // plugins never see an absent optional key that has a default.
 #include "config/detail/suggest.hpp"
 #include "config/detail/validator.hpp"
+#include "lua/lua_function.hpp"
 #include "value/json.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -29,6 +31,46 @@ std::string args_key_for(const ParamInfo& p) {
 
 bool looks_like_args_key(std::string_view key) {
   return key == "args" || (key.size() > 5 && key.substr(key.size() - 5) == "_args");
+}
+
+// A function param may be written in Lua instead (docs/LUA.md): `lua` for the
+// param named `function`, `<name>_lua` for any other. Like args keys, these
+// are not listed among a type's valid keys.
+std::string lua_key_for(const ParamInfo& p) {
+  return p.name == "function" ? std::string("lua") : p.name + "_lua";
+}
+
+bool looks_like_lua_key(std::string_view key) {
+  return key == "lua" || (key.size() > 4 && key.substr(key.size() - 4) == "_lua");
+}
+
+// Where the text of a TOML string starts in the file, so that Lua's line
+// numbers (and columns on the first line) are the file's. toml++ gives the
+// region of the literal, delimiters included; a multi-line literal drops a
+// newline right after its opening delimiter. Escapes (`\"`, `\n`) make the
+// column, not the line, approximate.
+lua::LuaSource lua_source_at(const toml::value<std::string>& node, const std::string& file) {
+  const toml::source_region& region = node.source();
+  lua::LuaSource source;
+  source.code = node.get();
+  source.file = file;
+  source.line = region.begin.line;
+  source.column = region.begin.column;
+  if (region.end.line == region.begin.line) {
+    const int64_t width = static_cast<int64_t>(region.end.column) - region.begin.column;
+    const int64_t delimiter = (width - static_cast<int64_t>(source.code.size())) / 2;
+    source.column += delimiter == 3 ? 3 : 1;
+  } else {
+    const auto newlines =
+        static_cast<int64_t>(std::count(source.code.begin(), source.code.end(), '\n'));
+    if (static_cast<int64_t>(region.end.line) - region.begin.line == newlines + 1) {
+      source.line += 1;
+      source.column = 1;
+    } else {
+      source.column += 3;
+    }
+  }
+  return source;
 }
 
 std::string with_doc(const ParamInfo& p) {
@@ -85,10 +127,16 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
     args_keys.emplace(args_key_for(p), &p);
     valid.push_back(args_key_for(p));
   }
+  std::map<std::string, const ParamInfo*, std::less<>> lua_keys;  // lua key -> its function param
+  for (const auto& p : info.params) {
+    if (is_reserved(p.name, node.role) || p.type != SL_PARAM_FUNCTION) continue;
+    if (!info.find_param(lua_key_for(p))) lua_keys.emplace(lua_key_for(p), &p);
+  }
   const std::string valid_label = fmt::format("keys for type '{}'", info.name);
 
   std::map<std::string, TableEntry, std::less<>> given;
   std::map<std::string, TableEntry, std::less<>> args_given;  // by function param name
+  std::map<std::string, TableEntry, std::less<>> lua_given;   // by function param name
   for (const auto& e : entries_in_file_order(table)) {
     const std::string key(e.key->str());
     if (is_reserved(key, node.role)) continue;
@@ -96,6 +144,15 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
       given.emplace(key, e);
     } else if (auto it = args_keys.find(key); it != args_keys.end()) {
       args_given.emplace(it->second->name, e);
+    } else if (auto lua_it = lua_keys.find(key); lua_it != lua_keys.end()) {
+      lua_given.emplace(lua_it->second->name, e);
+    } else if (looks_like_lua_key(key)) {
+      std::string owner = key == "lua" ? "function" : key.substr(0, key.size() - 4);
+      error(pos(e.key->source()), node.id, key,
+            with_valid_list(fmt::format("'{}' holds a Lua function for a function parameter named "
+                                        "'{}', which type '{}' does not have",
+                                        key, owner, info.name),
+                            key, valid, valid_label));
     } else if (looks_like_args_key(key)) {
       std::string owner = key == "args" ? "function" : key.substr(0, key.size() - 5);
       error(pos(e.key->source()), node.id, key,
@@ -116,7 +173,26 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
     auto args_it = args_given.find(p.name);
     const TableEntry* sibling = args_it == args_given.end() ? nullptr : &args_it->second;
     std::optional<Value> value;
-    if (auto it = given.find(p.name); it != given.end()) {
+    if (auto lua_it = lua_given.find(p.name); lua_it != lua_given.end()) {
+      const TableEntry& lua_entry = lua_it->second;
+      const std::string lua_key = lua_key_for(p);
+      bool ok = true;
+      if (auto it = given.find(p.name); it != given.end()) {
+        error(pos(lua_entry.key->source()), node.id, lua_key,
+              fmt::format("both '{}' (a named function) and '{}' (a function in Lua) are given; "
+                          "keep one",
+                          p.name, lua_key));
+        ok = false;
+      }
+      if (sibling) {
+        error(pos(sibling->key->source()), node.id, std::string(sibling->key->str()),
+              fmt::format("'{}' holds arguments for a named function, but '{}' is written in Lua "
+                          "('{}'), which takes none; write the values into the Lua code",
+                          sibling->key->str(), p.name, lua_key));
+        ok = false;
+      }
+      if (ok) value = normalise_lua(*lua_entry.node, Where{node.id, lua_key});
+    } else if (auto it = given.find(p.name); it != given.end()) {
       value = p.type == SL_PARAM_FUNCTION
                   ? normalise_function(*it->second.node, sibling, where, args_key_for(p))
                   : check_value(p, *it->second.node, where);
@@ -129,7 +205,11 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
       }
       if (p.required) {
         error(node.pos, node.id, p.name,
-              fmt::format("missing; type '{}' requires it ({})", info.name, with_doc(p)));
+              p.type == SL_PARAM_FUNCTION
+                  ? fmt::format("missing; type '{}' requires it ({}), or '{}' with a function in "
+                                "Lua",
+                                info.name, with_doc(p), lua_key_for(p))
+                  : fmt::format("missing; type '{}' requires it ({})", info.name, with_doc(p)));
       } else if (p.default_json) {
         value =
             p.type == SL_PARAM_FUNCTION ? function_default(p, node.pos, where) : parsed_default(p);
@@ -181,15 +261,19 @@ std::optional<Value> Validator::normalise_function(const toml::node& spec,
                                                    const std::string& args_key) {
   const toml::node* name_node = nullptr;
   const toml::node* args_node = nullptr;
+  const TableEntry* lua_entry = nullptr;
   std::string args_label = args_key;
   bool ok = true;
   if (spec.is_string()) {
     name_node = &spec;
     if (sibling_args) args_node = sibling_args->node;
   } else if (const auto* table = spec.as_table()) {
-    for (const auto& e : entries_in_file_order(*table)) {
+    const auto entries = entries_in_file_order(*table);
+    for (const auto& e : entries) {
       const std::string key(e.key->str());
-      if (key == "name") {
+      if (key == "lua") {
+        lua_entry = &e;
+      } else if (key == "name") {
         name_node = e.node;
       } else if (key == "args") {
         args_node = e.node;
@@ -201,6 +285,22 @@ std::optional<Value> Validator::normalise_function(const toml::node& spec,
       }
     }
     args_label = dotted(where.key, "args");
+    if (lua_entry) {  // { lua = "..." }: a function in Lua, which takes no args
+      if (name_node || args_node) {
+        error(pos(lua_entry->key->source()), where.node_id, dotted(where.key, "lua"),
+              "a function table holds either 'name' (and 'args') or 'lua', not both");
+        return std::nullopt;
+      }
+      if (sibling_args) {
+        error(pos(sibling_args->key->source()), where.node_id,
+              std::string(sibling_args->key->str()),
+              fmt::format("'{}' is written in Lua, which takes no arguments; remove '{}'",
+                          where.key, sibling_args->key->str()));
+        return std::nullopt;
+      }
+      if (!ok) return std::nullopt;
+      return normalise_lua(*lua_entry->node, Where{where.node_id, dotted(where.key, "lua")});
+    }
     if (sibling_args) {
       error(
           pos(sibling_args->key->source()), where.node_id, std::string(sibling_args->key->str()),
@@ -345,6 +445,28 @@ std::optional<Value> Validator::function_default(const ParamInfo& param, SourceP
   std::vector<std::pair<std::string, Value>> entries{{"name", Value::string(name)},
                                                      {"args", Value::object(args)}};
   return Value::object(entries);
+}
+
+std::optional<Value> Validator::normalise_lua(const toml::node& code, const Where& where) {
+  const auto* text = code.as_string();
+  if (!text) {
+    error(pos(code.source()), where.node_id, where.key,
+          fmt::format("expected Lua code (a string: an expression of x, or function(x) ... end), "
+                      "got {}",
+                      toml_type_name(code)));
+    return std::nullopt;
+  }
+  const lua::LuaSource source = lua_source_at(*text, file_);
+  // A fresh sandbox per check: the chunk runs (it only builds the function)
+  // and nothing of it outlives validation.
+  lua::LuaRuntime runtime;
+  if (auto problem = lua::check_source(runtime, source)) {
+    error(SourcePos{file_, static_cast<uint32_t>(problem->line),
+                    static_cast<uint32_t>(problem->column)},
+          where.node_id, where.key, "Lua: " + problem->message);
+    return std::nullopt;
+  }
+  return lua::lua_spec(source);
 }
 
 }  // namespace sluice::host::config_detail

@@ -3,6 +3,7 @@
 #include "executor/host_api.hpp"
 
 #include "executor/task.hpp"
+#include "lua/lua_function.hpp"
 #include "value/json.hpp"
 #include "value/value.hpp"
 
@@ -10,13 +11,19 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <memory>
+#include <new>
+#include <string_view>
 #include <vector>
 
-// A named function bound to its arguments for one node.
+// A function bound for one node: a named function with its arguments (`info`
+// set), or a function written in Lua compiled into the task's Lua state
+// (`lua` set; docs/LUA.md).
 struct sl_bound_function {
-  const sluice::host::FunctionInfo* info;
-  void* self;
-  sl_context* ctx;
+  const sluice::host::FunctionInfo* info = nullptr;
+  void* self = nullptr;
+  sl_context* ctx = nullptr;
+  std::unique_ptr<sluice::host::lua::LuaFunction> lua;
 };
 
 namespace sluice::host {
@@ -113,9 +120,19 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
     api_set_error(ctx, message.data(), message.size());
     return code;
   };
+  Value spec_value = Value::borrow(spec);
+  if (auto source = lua::lua_source_of(spec_value)) {
+    if (!ctx) {
+      return error(SL_FAILED_PRECONDITION,
+                   "a Lua function needs the binding node's context (ctx is NULL)");
+    }
+    auto fn = lua::LuaFunction::compile(task_of(ctx).lua(), *source);
+    if (!fn.is_ok()) return error(fn.status().code(), fn.status().message());
+    *out = new sl_bound_function{nullptr, nullptr, ctx, std::move(fn).value()};
+    return SL_OK;
+  }
   const PluginRegistry* registry = g_registry.load();
   if (!registry) return error(SL_FAILED_PRECONDITION, "no function registry");
-  Value spec_value = Value::borrow(spec);
   Value name_value = spec_value;
   Value given_args;
   if (spec_value.is_object()) {
@@ -124,7 +141,7 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
   }
   if (!name_value.is_string()) {
     return error(SL_INVALID_ARGUMENT,
-                 "function spec must be a name or { name = ..., args = {...} }");
+                 "function spec must be a name, { name = ..., args = {...} } or { lua = ... }");
   }
   const FunctionInfo* fn = registry->find_function(name_value.as_str());
   if (!fn) return error(SL_NOT_FOUND, fmt::format("unknown function '{}'", name_value.as_str()));
@@ -140,15 +157,39 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
     sl_status status = fn->def.bind(&init, &self);
     if (status != SL_OK) return status;
   }
-  *out = new sl_bound_function{fn, self, ctx};
+  *out = new sl_bound_function{fn, self, ctx, nullptr};
   return SL_OK;
 }
 
-int32_t api_function_kind(const sl_bound_function* fn) { return fn->info->kind; }
+// A Lua function has no declared kind: it serves as a map, a predicate (its
+// result's truthiness) or a reducer alike, so it reports SL_FUNCTION_MAP and
+// operators call it with the arity they need.
+int32_t api_function_kind(const sl_bound_function* fn) {
+  return fn->lua ? SL_FUNCTION_MAP : fn->info->kind;
+}
+
+// One call of a Lua function; its error goes to the binding node's context.
+// Nothing may be thrown back into the plugin that called.
+sl_status call_lua(sl_bound_function* fn, const sl_value* argv, uint32_t argc, sl_value* out) {
+  try {
+    auto result = fn->lua->call(argv, argc);
+    if (!result.is_ok()) {
+      api_set_error(fn->ctx, result.status().message().data(), result.status().message().size());
+      return result.status().code();
+    }
+    *out = std::move(result).value().release();
+    return SL_OK;
+  } catch (const std::bad_alloc&) {
+    static constexpr std::string_view k_message = "Lua: out of memory converting a value";
+    api_set_error(fn->ctx, k_message.data(), k_message.size());
+    return SL_RESOURCE_EXHAUSTED;
+  }
+}
 
 sl_status api_function_call(sl_bound_function* fn, const sl_value* argv, uint32_t argc,
                             sl_value* out) {
   *out = sl_null();
+  if (fn->lua) return call_lua(fn, argv, argc, out);
   if (argc < fn->info->min_arity || argc > fn->info->max_arity) {
     std::string message =
         fmt::format("function '{}' takes {}..{} arguments, got {}", fn->info->name,
@@ -161,6 +202,16 @@ sl_status api_function_call(sl_bound_function* fn, const sl_value* argv, uint32_
 
 sl_status api_function_call_batch(sl_bound_function* fn, const sl_value* in, size_t count,
                                   sl_value* out) {
+  if (fn->lua) {
+    for (size_t i = 0; i < count; ++i) {
+      sl_status status = call_lua(fn, &in[i], 1, &out[i]);
+      if (status != SL_OK) {
+        for (size_t k = 0; k < i; ++k) value_release(out[k]);
+        return status;
+      }
+    }
+    return SL_OK;
+  }
   if (fn->info->def.call_batch) return fn->info->def.call_batch(fn->self, fn->ctx, in, count, out);
   for (size_t i = 0; i < count; ++i) {
     sl_status status = fn->info->def.call(fn->self, fn->ctx, &in[i], 1, &out[i]);
@@ -174,7 +225,7 @@ sl_status api_function_call_batch(sl_bound_function* fn, const sl_value* in, siz
 
 void api_function_release(sl_bound_function* fn) {
   if (!fn) return;
-  if (fn->info->def.unbind) fn->info->def.unbind(fn->self);
+  if (fn->info && fn->info->def.unbind) fn->info->def.unbind(fn->self);
   delete fn;
 }
 

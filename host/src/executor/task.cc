@@ -2,6 +2,7 @@
 
 #include "executor/host_api.hpp"
 #include "executor/internal_nodes.hpp"
+#include "lua/lua_runtime.hpp"
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -403,22 +404,25 @@ void Task::end_node(size_t index) {
   if (n.ended) return;
   n.ended = true;
   timers_.cancel_node(index);
-  for (const Consumer& c : n.consumers) {
-    NodeRuntime& dst = nodes_[c.node];
-    if (dst.ended) continue;
-    ++dst.inputs_ended;
-    if (dst.vt->on_input_end && invoke(c.node, "on_input_end", [&] {
-                                  return dst.vt->on_input_end(dst.self, &dst.ctx, c.input);
-                                }) != SL_OK) {
-      return;
-    }
-    if (dst.inputs_ended == dst.input_count) {
-      if (dst.vt->finish &&
-          invoke(c.node, "finish", [&] { return dst.vt->finish(dst.self, &dst.ctx); }) != SL_OK) {
+  // Both outputs end with the node: its readers and its dead-letter readers.
+  for (const auto* consumers : {&n.consumers, &n.dead_letter_consumers}) {
+    for (const Consumer& c : *consumers) {
+      NodeRuntime& dst = nodes_[c.node];
+      if (dst.ended) continue;
+      ++dst.inputs_ended;
+      if (dst.vt->on_input_end && invoke(c.node, "on_input_end", [&] {
+                                    return dst.vt->on_input_end(dst.self, &dst.ctx, c.input);
+                                  }) != SL_OK) {
         return;
       }
-      end_node(c.node);
-      if (failure_) return;
+      if (dst.inputs_ended == dst.input_count) {
+        if (dst.vt->finish &&
+            invoke(c.node, "finish", [&] { return dst.vt->finish(dst.self, &dst.ctx); }) != SL_OK) {
+          return;
+        }
+        end_node(c.node);
+        if (failure_) return;
+      }
     }
   }
 }
@@ -590,6 +594,11 @@ Status Task::end_sources() {
     if (failure_) return *failure_;
   }
   return run_until_idle();
+}
+
+lua::LuaRuntime& Task::lua() {
+  if (!lua_) lua_ = std::make_unique<lua::LuaRuntime>();
+  return *lua_;
 }
 
 }  // namespace sluice::host

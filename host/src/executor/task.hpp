@@ -29,7 +29,10 @@
 
 namespace sluice::host {
 class Task;
+namespace lua {
+class LuaRuntime;  // lua/lua_runtime.hpp
 }
+}  // namespace sluice::host
 
 // The C ABI's opaque context: which node of which task a callback belongs to.
 struct sl_context {
@@ -152,6 +155,8 @@ class Task {
   void set_backpressure(size_t node, bool full);
   void set_input_backpressure(size_t node, uint32_t input, bool full);
   const TaskOptions& options() const { return options_; }
+  // The sandboxed Lua state of this task's Lua functions, made on first use.
+  lua::LuaRuntime& lua();
 
  private:
   // Calls a plugin callback, turning a failure (status or escaped exception)
@@ -196,6 +201,8 @@ class Task {
   bool started_ = false;
   uint32_t backpressure_count_ = 0;
   size_t next_source_ = 0;  // round-robin start
+  // See lua(). Destroyed after ~Task's body, where the nodes release their functions.
+  std::unique_ptr<lua::LuaRuntime> lua_;
 };
 
 }  // namespace sluice::host

@@ -103,6 +103,61 @@ sl_status choke_on_timer(void*, sl_context* ctx, uint64_t) {
   return SL_OK;
 }
 
+// picky: passes elements through one by one, failing on 2 (after emitting those before).
+sl_status picky_process(void*, sl_context* ctx, uint32_t, const sl_batch* batch) {
+  for (size_t i = 0; i < batch->count; ++i) {
+    const sl_message* m = sl_batch_at(batch, i);
+    if (m->value.as.i == 2) {
+      const char msg[] = "cannot handle 2";
+      host()->set_error(ctx, msg, sizeof msg - 1);
+      return SL_INVALID_ARGUMENT;
+    }
+    sl_status st = host()->emit(ctx, m, 1);
+    if (st != SL_OK) return st;
+  }
+  return SL_OK;
+}
+
+std::string str_of(sl_value v) {
+  sl_str s = host()->value_str(v);
+  return {s.data, s.size};
+}
+
+// headers_sink: logs "<id>:<value>|<header sluice.error>|<header sluice.error.node>|<x>".
+sl_status headers_process(void*, sl_context* ctx, uint32_t, const sl_batch* batch) {
+  for (size_t i = 0; i < batch->count; ++i) {
+    const sl_message* m = sl_batch_at(batch, i);
+    std::string line = id_of(ctx) + ":" + std::to_string(m->value.as.i);
+    for (const char* name : {"sluice.error", "sluice.error.node", "x"}) {
+      sl_value h;
+      line += "|";
+      if (host()->object_get(m->headers, name, std::strlen(name), &h)) line += str_of(h);
+    }
+    g_log.push_back(line);
+  }
+  return SL_OK;
+}
+
+// gate: two inputs; the first element on input 0 closes input 0 (per-input back-pressure)
+// until a 30 ms timer reopens it.
+sl_status gate_process(void*, sl_context* ctx, uint32_t input, const sl_batch* batch) {
+  for (size_t i = 0; i < batch->count; ++i) {
+    g_log.push_back("in" + std::to_string(input) + ":" +
+                    std::to_string(sl_batch_at(batch, i)->value.as.i));
+  }
+  if (input == 0 && batch->count > 0 && sl_batch_at(batch, 0)->value.as.i == 0) {
+    g_log.emplace_back("close0");
+    host()->set_input_backpressure(ctx, 0, 1);
+    return host()->timer_start(ctx, 1, 30'000'000);
+  }
+  return SL_OK;
+}
+sl_status gate_on_timer(void*, sl_context* ctx, uint64_t) {
+  g_log.emplace_back("open0");
+  host()->set_input_backpressure(ctx, 0, 0);
+  return SL_OK;
+}
+
 const sl_param k_numbers_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
 
@@ -165,8 +220,26 @@ class TaskTest : public ::testing::Test {
       t.on_timer = choke_on_timer;
       return t;
     }();
-    static const sl_node_type* types[] = {&numbers,  &record, &record_sink, &failing,
-                                          &throwing, &ticker, &choke};
+    static sl_node_type picky = [] {
+      sl_node_type t = node(SL_ROLE_OPERATOR, "picky");
+      t.process = picky_process;
+      return t;
+    }();
+    static sl_node_type headers_sink = [] {
+      sl_node_type t = node(SL_ROLE_SINK, "headers_sink");
+      t.process = headers_process;
+      return t;
+    }();
+    static sl_node_type gate = [] {
+      sl_node_type t = node(SL_ROLE_SINK, "gate");
+      t.min_inputs = 2;
+      t.max_inputs = 2;
+      t.process = gate_process;
+      t.on_timer = gate_on_timer;
+      return t;
+    }();
+    static const sl_node_type* types[] = {&numbers, &record, &record_sink,  &failing, &throwing,
+                                          &ticker,  &choke,  &headers_sink, &picky,   &gate};
     static sl_plugin plugin = [] {
       sl_plugin p{};
       p.struct_size = sizeof p;
@@ -307,6 +380,134 @@ inputs = ["src"]
   std::vector<std::string> want{"poll:2",  "choke:2", "release", "poll:2",
                                 "choke:2", "release", "poll:1",  "choke:1"};
   EXPECT_EQ(g_log, want);
+}
+
+TEST_F(TaskTest, OnErrorSkipDropsOnlyTheFailingMessageAndCountsIt) {
+  GraphSpec spec = load(R"(
+[runtime]
+batch_size = 5
+[sources.src]
+type = "numbers"
+n = 5
+[operators.p]
+type = "picky"
+inputs = ["src"]
+on_error = "skip"
+[sinks.out]
+type = "record_sink"
+inputs = ["p"]
+)");
+  Task task(spec, TaskOptions{5, 0, 1, &real_clock_});
+  ASSERT_TRUE(task.create().is_ok());
+  ASSERT_TRUE(task.start().is_ok());
+  ASSERT_TRUE(task.run().is_ok());
+  std::vector<std::string> want{"poll:5", "out:0", "out:1", "out:3", "out:4", "out:finish"};
+  EXPECT_EQ(g_log, want);
+  const NodeCounters& c = *task.nodes()[1].counters;
+  EXPECT_EQ(c.errors.load(), 1u);
+  EXPECT_EQ(c.skipped.load(), 1u);
+  EXPECT_EQ(c.messages_in.load(), 5u);
+}
+
+TEST_F(TaskTest, DeadLettersCarryTheMessageAndTheErrorInHeaders) {
+  GraphSpec spec = load(R"(
+[runtime]
+batch_size = 5
+[sources.src]
+type = "numbers"
+n = 4
+[operators.p]
+type = "picky"
+inputs = ["src"]
+on_error = "dead_letter"
+[sinks.out]
+type = "record_sink"
+inputs = ["p"]
+[sinks.dlq]
+type = "headers_sink"
+inputs = ["p.dead_letter"]
+)");
+  Task task(spec, TaskOptions{5, 0, 1, &real_clock_});
+  ASSERT_TRUE(task.create().is_ok());
+  ASSERT_TRUE(task.start().is_ok());
+  ASSERT_TRUE(task.run().is_ok());
+  std::vector<std::string> want{"poll:4", "out:0",
+                                "out:1",  "dlq:2|INVALID_ARGUMENT: cannot handle 2|p|",
+                                "out:3",  "out:finish"};
+  EXPECT_EQ(g_log, want);
+  EXPECT_EQ(task.nodes()[1].counters->dead_letters.load(), 1u);
+}
+
+TEST_F(TaskTest, AFailureDownstreamIsNotSkippedByAnUpstreamPolicy) {
+  GraphSpec spec = load(R"(
+[sources.src]
+type = "numbers"
+n = 4
+[operators.pass]
+type = "record"
+inputs = ["src"]
+on_error = "skip"
+[operators.bad]
+type = "failing"
+inputs = ["pass"]
+[sinks.out]
+type = "record_sink"
+inputs = ["bad"]
+)");
+  Task task(spec, TaskOptions{16, 0, 1, &real_clock_});
+  ASSERT_TRUE(task.create().is_ok());
+  ASSERT_TRUE(task.start().is_ok());
+  Status s = task.run();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(), "node 'bad' (failing): process failed: INVALID_ARGUMENT: cannot handle 2");
+  EXPECT_EQ(task.nodes()[1].counters->skipped.load(), 0u);
+}
+
+TEST_F(TaskTest, InputBackPressurePausesOnlyTheSourcesFeedingThatInput) {
+  GraphSpec spec = load(R"(
+[runtime]
+batch_size = 1
+[sources.a]
+type = "numbers"
+n = 3
+[sources.b]
+type = "numbers"
+n = 3
+[sinks.g]
+type = "gate"
+inputs = ["a", "b"]
+)");
+  Task task(spec, TaskOptions{1, 0, 1, &real_clock_});
+  ASSERT_TRUE(task.create().is_ok());
+  ASSERT_TRUE(task.start().is_ok());
+  ASSERT_TRUE(task.run().is_ok());
+  std::vector<std::string> events;
+  for (const auto& e : g_log) {
+    if (e.rfind("poll", 0) != 0) events.push_back(e);
+  }
+  // While input 0 is closed, b keeps flowing and a sends nothing.
+  std::vector<std::string> want{"in0:0", "close0", "in1:0", "in1:1",
+                                "in1:2", "open0",  "in0:1", "in0:2"};
+  EXPECT_EQ(events, want);
+}
+
+TEST_F(TaskTest, InputIdsReachTheNode) {
+  GraphSpec spec = load(R"(
+[sources.a]
+type = "numbers"
+n = 0
+[sources.b]
+type = "numbers"
+n = 0
+[sinks.g]
+type = "gate"
+inputs = ["b", "a"]
+)");
+  Task task(spec, TaskOptions{1, 0, 1, &real_clock_});
+  const NodeRuntime& g = task.nodes()[2];
+  ASSERT_EQ(g.input_ids.size(), 2u);
+  EXPECT_EQ(std::string_view(g.input_ids[0].data, g.input_ids[0].size), "b");
+  EXPECT_EQ(std::string_view(g.input_ids[1].data, g.input_ids[1].size), "a");
 }
 
 }  // namespace

@@ -59,6 +59,9 @@ class Validator {
                                           const Where& where, const std::string& args_key);
   std::optional<Value> check_function_args(const FunctionInfo& fn, const toml::table* args,
                                            SourcePos missing_pos, const Where& where);
+  // Lua source for a function param (`lua`, `<name>_lua`, `{ lua = ... }`):
+  // compiled now, normalised to { lua, file, line } (docs/LUA.md).
+  std::optional<Value> normalise_lua(const toml::node& code, const Where& where);
   std::optional<Value> function_default(const ParamInfo& param, SourcePos at, const Where& where);
   std::optional<Value> parsed_default(const ParamInfo& param);
 

@@ -1,0 +1,101 @@
+// One sandboxed Lua 5.4 state: the engine behind user functions written in
+// Lua (docs/LUA.md). A task owns one (Task::lua()), so every call happens on
+// the task's thread and nothing here locks.
+//
+// The sandbox: only the base library (without dofile, loadfile,
+// collectgarbage; `load` accepts text chunks only; `print` logs), string
+// (without string.dump), table, math and utf8. No io, os, package, debug or
+// coroutine. Memory is bounded by a counting allocator and every protected
+// call by an instruction budget, so a user function can fail but can neither
+// crash nor hang the task.
+//
+// Lua reports errors with longjmp: every Lua API call that can raise runs
+// inside pcall() (see lua_function.cc), and no C++ object with a destructor
+// lives across such a call.
+#pragma once
+
+#include "common/result.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+struct lua_State;
+struct lua_Debug;
+
+namespace sluice::host::lua {
+
+// Memory one state may hold (64 MiB): allocations beyond it fail with a
+// RESOURCE_EXHAUSTED error of the call that made them.
+inline constexpr size_t k_default_memory_bytes = size_t{64} << 20;
+// VM instructions one call may run (10 million, roughly 50-100 ms): beyond
+// it the call fails. C functions (string.rep, pattern matching) count as one
+// instruction each; their memory is still bounded.
+inline constexpr uint64_t k_default_instructions = 10'000'000;
+
+struct Limits {
+  size_t memory_bytes = k_default_memory_bytes;
+  uint64_t instructions_per_call = k_default_instructions;
+};
+
+// Registry keys (lua_rawgetp(L, LUA_REGISTRYINDEX, &key)) of the sandbox's
+// marker objects: the null sentinel, the metatables marking arrays, objects
+// and bytes, and the weak table remembering the key order of objects that
+// came from the host.
+inline constexpr char k_null_key = 0;
+inline constexpr char k_array_meta_key = 0;
+inline constexpr char k_object_meta_key = 0;
+inline constexpr char k_bytes_meta_key = 0;
+inline constexpr char k_key_order_key = 0;
+
+class LuaRuntime {
+ public:
+  explicit LuaRuntime(Limits limits = {});
+  ~LuaRuntime();
+  LuaRuntime(const LuaRuntime&) = delete;
+  LuaRuntime& operator=(const LuaRuntime&) = delete;
+
+  // The sandboxed state, or why it could not be made (out of memory).
+  [[nodiscard]] Result<lua_State*> state() const;
+  [[nodiscard]] const Limits& limits() const { return limits_; }
+  // Bytes currently allocated by the state.
+  [[nodiscard]] size_t memory_used() const { return used_; }
+
+  // Protected call of the function at stack index -(nargs + 1) with `nargs`
+  // arguments above it, with a fresh instruction budget; results stay on the
+  // stack (LUA_MULTRET) on success, nothing on failure. Errors carry the
+  // position of the innermost Lua frame (file:line) when the message has
+  // none. Codes: INVALID_ARGUMENT for Lua errors and the instruction limit,
+  // RESOURCE_EXHAUSTED for the memory limit.
+  Status pcall(int nargs);
+
+  // The runtime a state belongs to (stored in the state's extra space).
+  static LuaRuntime& of(lua_State* L);
+
+  // Identities of the sandbox's marker objects, compared by lua_topointer /
+  // lua_touserdata when converting values (lua_values.cc).
+  [[nodiscard]] const void* null_sentinel() const { return null_; }
+  [[nodiscard]] const void* array_meta() const { return array_mt_; }
+  [[nodiscard]] const void* object_meta() const { return object_mt_; }
+  [[nodiscard]] const void* bytes_meta() const { return bytes_mt_; }
+
+ private:
+  static void* allocate(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
+  static int open_sandbox(lua_State* L);
+  static void instruction_hook(lua_State* L, lua_Debug* ar);
+
+  Limits limits_;
+  lua_State* L_ = nullptr;
+  Status init_status_;
+  size_t used_ = 0;
+  uint64_t ticks_ = 0;        // hook invocations in the current call
+  uint64_t tick_budget_ = 0;  // hook invocations allowed per call
+  bool instruction_limit_hit_ = false;
+  bool memory_limit_hit_ = false;
+  const void* null_ = nullptr;
+  const void* array_mt_ = nullptr;
+  const void* object_mt_ = nullptr;
+  const void* bytes_mt_ = nullptr;
+};
+
+}  // namespace sluice::host::lua

@@ -1,0 +1,9 @@
+# User functions in Lua 5.4 (docs/LUA.md): the sandboxed runtime, value
+# conversion and compiled functions. Lua stays a private dependency: no host
+# header includes lua.h.
+pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4)
+target_sources(sluice_host_core PRIVATE
+  src/lua/lua_runtime.cc
+  src/lua/lua_values.cc
+  src/lua/lua_function.cc)
+target_link_libraries(sluice_host_core PRIVATE PkgConfig::LUA)

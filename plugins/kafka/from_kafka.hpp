@@ -1,0 +1,235 @@
+// from_kafka and from_kafka_batched: Kafka consumers as sources.
+#pragma once
+
+#include <sluice/sluice.hpp>
+
+#include <librdkafka/rdkafka.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kafka_common.hpp"
+
+namespace sluice::kafka {
+
+/// The config keys both sources share.
+#define SLUICE_KAFKA_SOURCE_PARAMS                                                                \
+  sdk::required("brokers", SL_PARAM_STRING,                                                       \
+                "Bootstrap servers, \"host:port,host:port\"; \"embedded\" starts librdkafka's "   \
+                "mock cluster inside the process (shared by all nodes saying \"embedded\")."),    \
+      sdk::required("topics", SL_PARAM_ARRAY,                                                     \
+                    "Topic names; a name starting with `^` is a regular expression (POSIX "       \
+                    "extended) matched against every topic, also topics created later."),         \
+      sdk::param("group_id", SL_PARAM_STRING, nullptr,                                            \
+                 "Consumer group: partitions are shared with the group's other members and "      \
+                 "offsets are committed to it. Without it every partition of the topics is "      \
+                 "read and nothing is committed."),                                               \
+      sdk::param("start", SL_PARAM_STRING, "\"committed\"",                                       \
+                 "Where to begin in a partition first assigned: \"committed\" (the group's "      \
+                 "committed offset, else the earliest; without group_id: the earliest), "         \
+                 "\"earliest\" or \"latest\"."),                                                  \
+      sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",                                    \
+                 "When idle, look for messages at least this often (librdkafka also wakes the "   \
+                 "source as soon as messages arrive)."),                                          \
+      sdk::param("keys", SL_PARAM_BOOL, "false",                                                  \
+                 "Emit {key, value, topic, partition, offset, timestamp, headers} objects "       \
+                 "instead of bare values."),                                                      \
+      sdk::param("value_format", SL_PARAM_STRING, "\"bytes\"",                                    \
+                 "\"bytes\" (as streamz; no copy), \"string\" (UTF-8 text) or \"json\" (parsed; " \
+                 "a decode failure is handled by `on_error`)."),                                  \
+      sdk::param("on_error", SL_PARAM_STRING, "\"fail\"",                                         \
+                 "A message whose value does not decode: \"fail\" the node, \"skip\" it (with a " \
+                 "warning), or \"dead_letter\": produce it unchanged to `dead_letter_topic` "     \
+                 "with the reason in header `sluice.error`."),                                    \
+      sdk::param("dead_letter_topic", SL_PARAM_STRING, nullptr,                                   \
+                 "Topic (same brokers) for on_error = \"dead_letter\"."),                         \
+      sdk::param("refresh_ms", SL_PARAM_DURATION, "30000",                                        \
+                 "How often to look for new partitions and topics matching a `^` pattern "        \
+                 "(streamz refresh_partitions; topic.metadata.refresh.interval.ms with a "        \
+                 "group). 0: never (without a group)."),                                          \
+      sdk::param("commit_interval_ms", SL_PARAM_DURATION, "5000",                                 \
+                 "With a group: commit the offsets of processed messages this often (and "        \
+                 "always when partitions are revoked and at the end)."),                          \
+      sdk::param("stop_at_end", SL_PARAM_BOOL, "false",                                           \
+                 "End the stream once every assigned partition is at its end (like `kcat -e`), "  \
+                 "so `sluiced run` can exit by itself."),                                         \
+      sdk::param("end_grace_ms", SL_PARAM_DURATION, "0",                                          \
+                 "With stop_at_end: the partitions must stay at their end this long (a producer " \
+                 "in the same pipeline may still be writing)."),                                  \
+      sdk::param("max_held_kbytes", SL_PARAM_INT, "16384",                                        \
+                 "Payloads are handed downstream without copying while the values still held "    \
+                 "downstream total less than this; past it they are copied, so a buffering "      \
+                 "operator never pins librdkafka's fetch buffers without bound."),                \
+      sdk::param("close_timeout_ms", SL_PARAM_DURATION, "10000",                                  \
+                 "Bound on the final commit and on leaving the group at the end."),               \
+      sdk::param("config", SL_PARAM_TABLE, "{}",                                                  \
+                 "librdkafka properties passed unchanged (values as strings; numbers and bools "  \
+                 "converted). Refused: keys that load code (plugin.library.paths, "               \
+                 "ssl.engine.location, ssl.providers, sasl.kerberos.kinit.cmd), "                 \
+                 "enable.auto.commit = true, and keys set through other parameters.")
+
+/// Everything of a Kafka consumer source; from_kafka and from_kafka_batched differ only in
+/// how poll() shapes what it emits.
+class KafkaSource : public sdk::Source, private ClientEvents {
+ public:
+  KafkaSource(const sl_node_init& init, bool batched);
+  ~KafkaSource() override;
+  KafkaSource(const KafkaSource&) = delete;
+  KafkaSource& operator=(const KafkaSource&) = delete;
+
+  sdk::Status start(sdk::Context ctx) override;
+  sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
+  sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
+  sdk::Status finish(sdk::Context ctx) override;
+  void stop(sdk::Context ctx) override;
+
+  /// Shared with wrapped payloads (see Handle): the client and the bytes held downstream.
+  struct Shared {
+    HandlePtr handle;
+    std::atomic<int64_t> held_bytes{0};
+  };
+
+ private:
+  using TopicPartition = std::pair<std::string, int32_t>;
+  enum class Start { committed, earliest, latest };
+  enum class Format { bytes, string, json };
+  enum class OnError { fail, skip, dead_letter };
+  static constexpr uint64_t k_poll_timer = 1;
+  static constexpr uint64_t k_commit_timer = 2;
+  static constexpr uint64_t k_refresh_timer = 3;
+  static constexpr uint64_t k_grace_timer = 4;
+
+  // ClientEvents: librdkafka's error_cb, served inside our own polls.
+  void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
+
+  [[nodiscard]] rd_kafka_t* rk() const noexcept { return shared_->handle->get(); }
+  [[nodiscard]] bool group_mode() const noexcept { return group_id_.has_value(); }
+
+  /// The next consumed message or event, or null (non-blocking).
+  rd_kafka_message_t* next_message();
+  /// Handles an error or EOF "message" (err set); a failure fails the node.
+  sdk::Status on_event_message(const rd_kafka_message_t* m);
+  /// The sl_message for `m`; takes ownership of `m` (wrapped, or destroyed after copying).
+  /// nullopt when on_error skipped or dead-lettered it.
+  sdk::Result<std::optional<sl_message>> convert(sdk::Context ctx, rd_kafka_message_t* m);
+  sdk::Result<sdk::Value> decode_value(rd_kafka_message_t* m, bool& owns_message);
+  sdk::Status dead_letter(const rd_kafka_message_t* m, const std::string& reason);
+  sdk::Status emit_batched(sdk::Context ctx, std::vector<rd_kafka_message_t*>& msgs);
+  /// Marks offsets of `msgs` (topic, partition, offset) as processed.
+  void mark_processed(const TopicPartition& tp, int64_t offset);
+
+  // ClientEvents: the dead-letter producer's delivery reports.
+  void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m) override;
+
+  // Group mode.
+  void on_rebalance_event(rd_kafka_resp_err_t err,
+                          rd_kafka_topic_partition_list_t* parts) override {
+    on_rebalance(err, parts);
+  }
+  void on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets) override;
+  void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
+  /// Commits processed offsets (all, or only those of `only`): async, or bounded by
+  /// close_timeout_ms.
+  sdk::Status commit(bool async, const rd_kafka_topic_partition_list_t* only = nullptr);
+
+  // Manual mode (no group): metadata on a helper thread, partitions started on our queue.
+  void request_metadata();
+  sdk::Status apply_metadata(sdk::Context ctx);
+  [[nodiscard]] bool topic_wanted(const std::string& topic) const;
+
+  /// stop_at_end: true when every assigned partition is at its end (and the grace passed).
+  bool at_end(sdk::Context ctx);
+  /// Final commit, leave the group / stop fetching; idempotent. Bounded by close_timeout_ms.
+  sdk::Status close(sdk::Context ctx);
+
+  sdk::Context ctx_;
+  bool batched_;
+  uint64_t id_ = 0;  // NodeRegistry id (the clients' opaque)
+  Brokers brokers_;
+  std::vector<std::string> topics_;
+  std::vector<std::string> patterns_;  // names without the leading '^' are in topics_
+  std::optional<std::string> group_id_;
+  Start start_;
+  Format format_;
+  OnError on_error_;
+  std::optional<std::string> dead_letter_topic_;
+  bool keys_;
+  int64_t max_batch_size_ = 1;
+  std::chrono::milliseconds poll_interval_;
+  std::chrono::milliseconds refresh_;
+  std::chrono::milliseconds commit_interval_;
+  std::chrono::milliseconds end_grace_;
+  std::chrono::milliseconds close_timeout_;
+  bool stop_at_end_;
+  int64_t max_held_bytes_;
+
+  std::shared_ptr<Shared> shared_;
+  QueuePtr queue_;             // where messages arrive (consumer queue, or ours in manual mode)
+  QueuePtr main_queue_;        // manual mode: librdkafka's main queue (errors), also wakes us
+  rd_kafka_t* dlq_ = nullptr;  // dead-letter producer (on_error = "dead_letter")
+  sdk::Status failure_;        // a failure found in a callback, returned by the next poll
+
+  std::set<TopicPartition> assigned_;
+  std::set<TopicPartition> seen_;                // assigned at least once in this process
+  std::map<TopicPartition, bool> at_eof_;        // per assigned partition
+  std::map<TopicPartition, int64_t> processed_;  // next offset to commit
+  std::map<TopicPartition, int64_t> committed_;
+  int64_t all_at_end_since_ns_ = -1;
+  bool closed_ = false;
+  bool done_ = false;
+
+  // Manual mode.
+  std::map<std::string, rd_kafka_topic_t*> topic_handles_;
+  std::thread metadata_thread_;
+  std::mutex metadata_mutex_;
+  std::optional<std::pair<sdk::Status, std::map<std::string, int32_t>>> metadata_result_;
+  bool metadata_running_ = false;
+  bool metadata_loaded_ = false;
+  std::vector<std::string> missing_topics_;
+};
+
+/// `from_kafka`: one element per Kafka message.
+class FromKafka final : public KafkaSource {
+ public:
+  static constexpr const char* k_name = "from_kafka";
+  static constexpr const char* k_doc =
+      "Emits each message of Kafka topics as one element (streamz from_kafka): its value "
+      "(bytes by default, without copying), with the message key, headers (name -> bytes) and "
+      "timestamp on the sluice message; or, with `keys`, an object {key, value, topic, "
+      "partition, offset, timestamp, headers}. With `group_id`, offsets are committed only "
+      "after a message was fully processed downstream (at-least-once): every "
+      "`commit_interval_ms`, when partitions are revoked and at the end. Never blocks the "
+      "task: librdkafka's threads wake the source. See docs/KAFKA.md.";
+  static constexpr std::array k_params{SLUICE_KAFKA_SOURCE_PARAMS};
+  explicit FromKafka(const sl_node_init& init) : KafkaSource(init, false) {}
+};
+
+/// `from_kafka_batched`: one array per partition per poll.
+class FromKafkaBatched final : public KafkaSource {
+ public:
+  static constexpr const char* k_name = "from_kafka_batched";
+  static constexpr const char* k_doc =
+      "Like from_kafka, but each element is an array of up to `max_batch_size` consecutive "
+      "values (or key objects) of ONE partition: one element per partition per poll that found "
+      "messages (streamz from_kafka_batched). The element's timestamp is its last message's. "
+      "The offsets of a batch are committed after the whole array was processed downstream.";
+  static constexpr std::array k_params{
+      SLUICE_KAFKA_SOURCE_PARAMS,
+      sdk::param("max_batch_size", SL_PARAM_INT, "10000",
+                 "Most messages in one emitted array (streamz max_batch_size)."),
+  };
+  explicit FromKafkaBatched(const sl_node_init& init) : KafkaSource(init, true) {}
+};
+
+}  // namespace sluice::kafka

@@ -1,0 +1,108 @@
+// to_kafka: a librdkafka producer as a sink.
+#pragma once
+
+#include <sluice/sluice.hpp>
+
+#include <librdkafka/rdkafka.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "kafka_common.hpp"
+
+namespace sluice::kafka {
+
+/// `to_kafka`: each element produced to a topic, asynchronously.
+class ToKafka final : public sdk::Sink, private ClientEvents {
+ public:
+  static constexpr const char* k_name = "to_kafka";
+  static constexpr const char* k_doc =
+      "Produces each element to a Kafka topic (streamz to_kafka): strings and bytes as they "
+      "are, other values as compact JSON text; the message's headers (string/bytes values as "
+      "is, others as JSON) and event time travel with it. The key is the element's field named "
+      "by `key`, else the message key. Production is asynchronous (never a flush per message); "
+      "delivery reports are read on a timer and when librdkafka signals them; a message that "
+      "cannot be delivered after librdkafka's retries fails the node with the broker's error. "
+      "When librdkafka's queue is full the sink holds the element and applies back-pressure. "
+      "finish waits for every delivery (bounded by flush_timeout_ms). Being a sink, it emits "
+      "nothing downstream (streamz emits the delivered values). See docs/KAFKA.md.";
+  static constexpr std::array k_params{
+      sdk::required("brokers", SL_PARAM_STRING,
+                    "Bootstrap servers, \"host:port,...\", or \"embedded\" (the in-process mock "
+                    "cluster)."),
+      sdk::required("topic", SL_PARAM_STRING, "The topic to write to."),
+      sdk::param("key", SL_PARAM_ANY, nullptr,
+                 "Where the Kafka key comes from: a field name (string), an array index (int) "
+                 "or a path (array of those) into the element. Absent: the message's own key "
+                 "(e.g. from from_kafka), else no key."),
+      sdk::param("flush_timeout_ms", SL_PARAM_DURATION, "10000",
+                 "Bound on waiting for the last deliveries at the end (finish, stop)."),
+      sdk::param("poll_interval_ms", SL_PARAM_DURATION, "50",
+                 "How often delivery reports are read when librdkafka has not signalled any."),
+      sdk::param("config", SL_PARAM_TABLE, "{}",
+                 "librdkafka producer properties passed unchanged (same refusals as "
+                 "from_kafka). Default enable.idempotence = true (order per partition is kept "
+                 "across retries)."),
+  };
+
+  explicit ToKafka(const sl_node_init& init);
+  ~ToKafka() override;
+  ToKafka(const ToKafka&) = delete;
+  ToKafka& operator=(const ToKafka&) = delete;
+
+  sdk::Status start(sdk::Context ctx) override;
+  sdk::Status process_one(sdk::Context ctx, uint32_t input, const sl_message& m) override;
+  sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
+  sdk::Status finish(sdk::Context ctx) override;
+  void stop(sdk::Context ctx) override;
+
+ private:
+  static constexpr uint64_t k_poll_timer = 1;
+  /// An element on its way: the value whose bytes librdkafka borrows until the delivery report.
+  struct Record {
+    sdk::Value payload;  // owns the bytes handed to librdkafka (no copy)
+    std::string_view bytes;
+    sdk::Value key_keep;
+    std::string_view key;
+    bool has_key = false;
+    sdk::Value headers;  // the message's headers object (converted at produce time)
+    int64_t timestamp_ms = 0;
+  };
+
+  void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
+  void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m) override;
+  void on_posted() override;
+
+  /// The record for `m` (key path resolved, value encoded); a failure is per message.
+  sdk::Result<std::unique_ptr<Record>> make_record(const sl_message& m) const;
+  /// Hands `rec` to librdkafka; QUEUE_FULL leaves it with the caller (returns false).
+  sdk::Result<bool> produce(std::unique_ptr<Record>& rec);
+  /// Retries held records in order; clears back-pressure when all went out.
+  sdk::Status drain_pending(sdk::Context ctx);
+  /// Waits (bounded) until every record was delivered; reports what was not.
+  sdk::Status flush(sdk::Context ctx);
+
+  sdk::Context ctx_;
+  uint64_t id_ = 0;
+  Brokers brokers_;
+  std::string topic_;
+  std::vector<sdk::Value> key_path_;  // empty: use the message key
+  bool key_from_value_ = false;
+  std::chrono::milliseconds flush_timeout_;
+  std::chrono::milliseconds poll_interval_;
+  rd_kafka_t* rk_ = nullptr;
+  rd_kafka_topic_t* rkt_ = nullptr;
+  QueuePtr main_queue_;
+  std::deque<std::unique_ptr<Record>> pending_;  // refused with QUEUE_FULL, in order
+  bool backpressure_ = false;
+  sdk::Status failure_;  // the first failed delivery
+  uint64_t in_flight_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace sluice::kafka
