@@ -128,6 +128,8 @@ static const field_info k_fields[] = {
     FIELD(sl_host_api, function_release),
     FIELD(sl_host_api, node_id),
     FIELD(sl_host_api, set_input_backpressure),
+    FIELD(sl_host_api, io_watch),
+    FIELD(sl_host_api, io_unwatch),
 
     FIELD(sl_node_init, struct_size),
     FIELD(sl_node_init, host),
@@ -158,6 +160,7 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, stop),
     FIELD(sl_node_type, snapshot),
     FIELD(sl_node_type, restore),
+    FIELD(sl_node_type, on_io),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),
@@ -193,6 +196,8 @@ static const field_info k_fields[] = {
 static const const_info k_consts[] = {
     CONST(SL_ABI_MAJOR),
     CONST(SL_ABI_MINOR),
+    CONST(SL_IO_READ),
+    CONST(SL_IO_WRITE),
     CONST(SL_OK),
     CONST(SL_CANCELLED),
     CONST(SL_UNKNOWN),

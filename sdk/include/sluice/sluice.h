@@ -429,7 +429,21 @@ typedef struct sl_host_api {
    *  them could never let the node drain). Clear it with full = 0. Use
    *  set_backpressure to pause every source. Task thread only. */
   void (*set_input_backpressure)(sl_context* ctx, uint32_t input_index, int32_t full);
+
+  /** Wait for a file descriptor on the task's own event loop (network
+   *  sources: no thread of their own). When `fd` is ready for any of `events`
+   *  (SL_IO_READ | SL_IO_WRITE), the node's on_io(watch_id, ready) runs once on
+   *  the executor; call io_watch again to keep waiting. The fd stays owned by
+   *  the plugin and must be non-blocking; io_unwatch before closing it. Task
+   *  thread only. */
+  sl_status (*io_watch)(sl_context* ctx, int fd, uint32_t events, uint64_t watch_id);
+  /** Stop waiting for watch `watch_id` (no-op when not armed). */
+  void (*io_unwatch)(sl_context* ctx, uint64_t watch_id);
 } sl_host_api;
+
+/** io_watch events. */
+#define SL_IO_READ 1u
+#define SL_IO_WRITE 2u
 
 /* ------------------------------------------------------------------------ */
 /* Node types                                                               */
@@ -512,6 +526,10 @@ typedef struct sl_node_type {
   /** Optional (stateful nodes). Restore from a value snapshot returned (borrowed).
    *  Called after create and before start. */
   sl_status (*restore)(void* self, sl_context* ctx, sl_value state);
+
+  /* ABI 1.1 */
+  /** Optional. A descriptor armed with io_watch is ready (`ready`: SL_IO_*). */
+  sl_status (*on_io)(void* self, sl_context* ctx, uint64_t watch_id, uint32_t ready);
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */
