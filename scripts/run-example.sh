@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds sluice and runs the word-count example pipeline in the foreground (Ctrl-C stops it).
-#   PIPELINE    another pipeline file, default examples/pipelines/hello.toml
+# Builds sluice and runs an example pipeline in the foreground (Ctrl-C stops it).
+#   PIPELINE    another pipeline file, default examples/kafka_embedded.toml (Kafka -> operators
+#               -> Kafka on an in-process mock broker; ends by itself)
 #   arguments   passed to `sluiced run` after the pipeline file
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${BUILD_DIR:-build}
-pipeline=${PIPELINE:-examples/pipelines/hello.toml}
+pipeline=${PIPELINE:-examples/kafka_embedded.toml}
 
 scripts/setup.sh
 scripts/build.sh

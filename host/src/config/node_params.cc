@@ -103,7 +103,8 @@ std::string expected_text(int32_t param_type) {
     case SL_PARAM_TABLE: return "table";
     case SL_PARAM_ANY: return "any value";
     case SL_PARAM_FUNCTION:
-      return "a function name (string) or a table { name = \"...\", args = { ... } }";
+      return "a function name (string), a table { name = \"...\", args = { ... } }, or Lua "
+             "code in the `lua` key";
     case SL_PARAM_DURATION: return "int (milliseconds)";
     default: return "unknown";
   }
@@ -130,7 +131,9 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
   std::map<std::string, const ParamInfo*, std::less<>> lua_keys;  // lua key -> its function param
   for (const auto& p : info.params) {
     if (is_reserved(p.name, node.role) || p.type != SL_PARAM_FUNCTION) continue;
-    if (!info.find_param(lua_key_for(p))) lua_keys.emplace(lua_key_for(p), &p);
+    if (info.find_param(lua_key_for(p))) continue;
+    lua_keys.emplace(lua_key_for(p), &p);
+    valid.push_back(lua_key_for(p));
   }
   const std::string valid_label = fmt::format("keys for type '{}'", info.name);
 

@@ -31,18 +31,35 @@ Result<Value> json_value(const std::string& file, const toml::node& node) {
   return parsed;
 }
 
-Result<TestStep> parse_step(const std::string& file, const toml::node& node) {
+// One step of the file; `values = [...]` stands for one delivery per item.
+Result<std::vector<TestStep>> parse_step(const std::string& file, const toml::node& node) {
   const toml::table* t = node.as_table();
   if (!t)
     return error_at(file, node.source(),
                     "a step must be a table: { source = \"ID\", value = ... }, { source = \"ID\", "
-                    "json = \"...\" } or { advance_ms = N }");
+                    "values = [...] }, { source = \"ID\", json = \"...\" } or { advance_ms = N }");
   for (auto&& [k, v] : *t) {
-    if (k != "source" && k != "value" && k != "json" && k != "advance_ms") {
+    if (k != "source" && k != "value" && k != "values" && k != "json" && k != "advance_ms") {
       return error_at(
           file, v.source(),
-          fmt::format("unknown step key '{}' (valid: source, value, json, advance_ms)", k.str()));
+          fmt::format("unknown step key '{}' (valid: source, value, values, json, advance_ms)",
+                      k.str()));
     }
+  }
+  if (const toml::node* many = t->get("values")) {
+    const toml::node* src = t->get("source");
+    const toml::array* items = many->as_array();
+    if (!src || !src->is_string() || !items || t->size() != 2) {
+      return error_at(file, many->source(),
+                      "`values` must be an array, with `source = \"ID\"` and nothing else in "
+                      "its step");
+    }
+    std::vector<TestStep> steps;
+    for (const toml::node& item : *items) {
+      steps.emplace_back(
+          TestDelivery{*src->value<std::string>(), to_value(item), pos_of(file, item.source())});
+    }
+    return steps;
   }
   if (const toml::node* adv = t->get("advance_ms")) {
     auto ms = adv->value<int64_t>();
@@ -50,7 +67,7 @@ Result<TestStep> parse_step(const std::string& file, const toml::node& node) {
       return error_at(file, adv->source(),
                       "`advance_ms` must be a non-negative integer, alone in its step");
     }
-    return TestStep{TestAdvance{*ms}};
+    return std::vector<TestStep>{TestAdvance{*ms}};
   }
   const toml::node* src = t->get("source");
   if (!src || !src->is_string())
@@ -68,7 +85,7 @@ Result<TestStep> parse_step(const std::string& file, const toml::node& node) {
   } else {
     SLUICE_ASSIGN_OR_RETURN(d.value, json_value(file, *json));
   }
-  return TestStep{std::move(d)};
+  return std::vector<TestStep>{std::move(d)};
 }
 
 Status parse_expectations(const std::string& file, const toml::node& node, bool as_json,
@@ -122,13 +139,15 @@ Result<TestCase> parse_case(const std::string& file, const toml::node& node) {
       const toml::array* a = v.as_array();
       if (!a) return error_at(file, v.source(), "`steps` must be an array of tables");
       for (const toml::node& s : *a) {
-        SLUICE_ASSIGN_OR_RETURN(TestStep step, parse_step(file, s));
-        if (auto* d = std::get_if<TestDelivery>(&step);
-            d &&
-            std::find(tc.injected.begin(), tc.injected.end(), d->source) == tc.injected.end()) {
-          tc.injected.push_back(d->source);
+        SLUICE_ASSIGN_OR_RETURN(std::vector<TestStep> steps, parse_step(file, s));
+        for (TestStep& step : steps) {
+          if (auto* d = std::get_if<TestDelivery>(&step);
+              d &&
+              std::find(tc.injected.begin(), tc.injected.end(), d->source) == tc.injected.end()) {
+            tc.injected.push_back(d->source);
+          }
+          tc.steps.push_back(std::move(step));
         }
-        tc.steps.push_back(std::move(step));
       }
     } else if (key == "expect" || key == "expect_json") {
       SLUICE_RETURN_IF_ERROR(parse_expectations(file, v, key == "expect_json", tc));

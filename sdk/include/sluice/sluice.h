@@ -239,7 +239,11 @@ static inline const sl_message* sl_batch_at(const sl_batch* batch, size_t i) {
  *  function's arguments come from the sibling key `args` for the parameter named
  *  `function`, and from `<name>_args` for any other. The host validates the name
  *  and the arguments, then hands the plugin the normalised object
- *  `{ name = "...", args = { ... } }` to pass to function_bind. */
+ *  `{ name = "...", args = { ... } }` to pass to function_bind. Instead of a name
+ *  the config may give Lua code (`lua = "x + 1"` for the parameter `function`,
+ *  `<name>_lua` for any other; docs/LUA.md): the host then hands over
+ *  `{ lua = "...", file = "...", line = N }`, which function_bind accepts the
+ *  same way, so plugins need not know which kind of function they got. */
 typedef struct sl_param {
   uint32_t struct_size;     /**< sizeof(sl_param). */
   const char* name;         /**< Key in the node's TOML table. */
@@ -397,7 +401,9 @@ typedef struct sl_host_api {
   /* -- named functions (executor thread only) ------------------------------ */
 
   /** Bind a function named in config: `spec` (borrowed) is the normalised
-   *  `{ name, args }` object of a SL_PARAM_FUNCTION parameter, or a string name.
+   *  `{ name, args }` (or `{ lua, file, line }`) object of a SL_PARAM_FUNCTION
+   *  parameter, or a string name. Lua functions report SL_FUNCTION_MAP as their
+   *  kind: call them with the arity you need (a reducer: acc, x).
    *  On success *out is owned by the caller; release with function_release.
    *  Errors (unknown name, bad args) are set on ctx. */
   sl_status (*function_bind)(sl_context* ctx, sl_value spec, sl_bound_function** out);

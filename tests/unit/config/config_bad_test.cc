@@ -133,7 +133,8 @@ const BadCase k_cases[] = {
     {"function_wrong_type.toml",
      {
          "bad/function_wrong_type.toml:8:12: error: node 'words': key 'function': expected a "
-         "function name (string) or a table { name = \"...\", args = { ... } }, got int",
+         "function name (string), a table { name = \"...\", args = { ... } }, or Lua code in "
+         "the `lua` key, got int",
      }},
     {"input_is_sink.toml",
      {
@@ -242,7 +243,7 @@ const BadCase k_cases[] = {
          "bad/reducer_args_typo.toml:9:1: error: node 'total': key 'reduce_args': 'reduce_args' "
          "holds arguments for a function parameter named 'reduce', which type 'accumulate' does "
          "not have; did you mean 'reducer_args'? valid keys for type 'accumulate' are: type, "
-         "inputs, on_error, reducer, start, returns_state, reducer_args",
+         "inputs, on_error, reducer, start, returns_state, reducer_args, reducer_lua",
      }},
     {"runtime_errors.toml",
      {

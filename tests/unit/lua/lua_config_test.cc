@@ -217,7 +217,7 @@ key_lua = "x"
             std::vector<std::string>{
                 "pipe.toml:9:1: error: node 'f': key 'key_lua': 'key_lua' holds a Lua function for "
                 "a function parameter named 'key', which type 'map' does not have; valid keys for "
-                "type 'map' are: type, inputs, on_error, function, args"});
+                "type 'map' are: type, inputs, on_error, function, args, lua"});
 }
 
 TEST_F(LuaConfig, LuaMustBeAString) {
