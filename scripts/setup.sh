@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libsystemd-dev liblua5.4-dev libcli11-dev
   libsimdjson-dev
   kcat clang-format clang-tidy
+  python3-streamz valgrind
+  systemd dpkg-dev chromium chromium-driver
 )
 
 # One dpkg-query for all of them; unknown packages are simply absent from its output.

@@ -1,7 +1,9 @@
 // sluiced: the sluice host daemon and its command-line tools.
+#include "checkpoint/list_command.hpp"
 #include "cli/pipeline_loader.hpp"
 #include "cli/plugins_command.hpp"
 #include "cli/run_command.hpp"
+#include "daemon/logging.hpp"
 #include "executor/host_api.hpp"
 #include "graph/graph_export.hpp"
 #include "registry/plugin_loader.hpp"
@@ -22,12 +24,9 @@ using sluice::host::k_exit_ok;
 using sluice::host::k_exit_tests_failed;
 
 void setup_logging(const std::string& level) {
-  // Logs go to stderr; stdout belongs to the pipeline (the print sink) and to
-  // the tools' output (graph, plugins --json).
-  auto logger = spdlog::stderr_color_mt("sluiced");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  logger->set_level(spdlog::level::from_str(level));
-  spdlog::set_default_logger(logger);
+  // Logs go to stderr, or to journald under systemd (daemon/logging.hpp);
+  // stdout belongs to the pipeline (the print sink) and to the tools' output.
+  sluice::host::setup_logging(level);
 }
 
 int cmd_validate(const std::string& config, const std::vector<std::filesystem::path>& dirs) {
@@ -104,6 +103,10 @@ int cmd_test(const std::string& config, const std::string& tests_file,
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error to report, not a kill
   CLI::App app{"sluiced: the sluice streaming dataflow daemon"};
+  app.footer(
+      "Exit codes: 0 ok (sources ended, or a signal's drain finished); 1 the pipeline failed "
+      "while running; 2 invalid config, plugins, usage or test file; 3 a pipeline test did "
+      "not match. See docs/OPERATIONS.md.");
   app.set_version_flag("--version", std::string("sluiced ") + SLUICE_VERSION + " (ABI " +
                                         std::to_string(SL_ABI_MAJOR) + "." +
                                         std::to_string(SL_ABI_MINOR) + ")");
@@ -123,7 +126,16 @@ int main(int argc, char** argv) {
   auto* run =
       app.add_subcommand("run", "Run a pipeline until its sources end or a signal stops it");
   run->add_option("config", config, "Pipeline TOML file")->required();
+  std::vector<std::string> reset_state;
+  run->add_option("--reset-state", reset_state,
+                  "With [checkpoint]: start node NODE from fresh state instead of its saved "
+                  "state (repeatable; 'all' for every node)");
   add_dirs(run);
+  auto* checkpoints = app.add_subcommand(
+      "checkpoints", "List the saved checkpoints of a pipeline (time, positions, state sizes)");
+  checkpoints->add_option("config", config, "Pipeline TOML file")->required();
+  checkpoints->add_flag("--json", json, "Machine-readable output");
+  add_dirs(checkpoints);
   auto* validate = app.add_subcommand("validate", "Check a pipeline config without running it");
   validate->add_option("config", config, "Pipeline TOML file")->required();
   add_dirs(validate);
@@ -152,11 +164,16 @@ int main(int argc, char** argv) {
   if (run->parsed()) {
     auto pipeline = sluice::host::load_pipeline(config, plugin_dirs);
     if (!pipeline) return k_exit_invalid;
-    return sluice::host::run_pipeline(*pipeline);
+    return sluice::host::run_pipeline(std::move(*pipeline), config, plugin_dirs, reset_state);
   }
   if (validate->parsed()) return cmd_validate(config, plugin_dirs);
   if (graph->parsed()) return cmd_graph(config, format, plugin_dirs);
   if (plugins->parsed()) return cmd_plugins(config, json, plugin_dirs);
   if (test->parsed()) return cmd_test(config, tests_file, plugin_dirs);
+  if (checkpoints->parsed()) {
+    auto pipeline = sluice::host::load_pipeline(config, plugin_dirs);
+    if (!pipeline) return k_exit_invalid;
+    return sluice::host::checkpoint::list_checkpoints(pipeline->spec, json);
+  }
   return k_exit_invalid;
 }

@@ -28,9 +28,42 @@ Accumulate::Accumulate(Context ctx, const Config& cfg)
     state_ = std::move(*start);
     has_state_ = true;
   }
+  // count_by is this plugin's own function (names are unique across plugins), so it can be
+  // called directly; a Lua function or any other name goes through the host as usual.
+  const Value spec = cfg.get_value("function");
+  if (!returns_state_ && !with_state_ && spec.is_object()) {
+    const std::optional<Value> name = spec.get("name");
+    // sum of two ints is added here (overflow, floats and errors still go to Sum::call).
+    int_sum_ = name && name->is_string() && name->as_str() == Sum::k_name;
+    if (name && name->is_string() && name->as_str() == CountBy::k_name) {
+      const Value args = spec.get("args").value_or(Value::object({}));
+      count_by_.emplace(sdk::Config(args, "node '" + std::string(ctx.node_id()) + "'"));
+    }
+  }
+}
+
+Status Accumulate::process_count_by(Context ctx, Batch batch) {
+  for (const sl_message& m : batch) {
+    const ValueRef x(m.value);
+    if (!has_state_) {
+      state_ = Value::borrow(x);
+      has_state_ = true;
+    } else {
+      // One element per emit: once it returned, the state is usually ours alone again
+      // (downstream did not keep it), and step updates it in place; if it is shared,
+      // step copies it as the reducer always does.
+      SLUICE_SDK_ASSIGN_OR_RETURN(Value next, count_by_->step(state_, x));
+      state_ = std::move(next);
+    }
+    sl_message out = m;  // key, headers, timestamp borrowed from m
+    out.value = state_.raw();
+    if (Status st = ctx.emit(out); !st.is_ok()) return st;
+  }
+  return {};
 }
 
 Status Accumulate::process(Context ctx, uint32_t /*input*/, Batch batch) {
+  if (count_by_) return process_count_by(ctx, batch);
   out_.clear();
   out_.reserve(batch.size());
   for (const sl_message& m : batch) {
@@ -40,6 +73,10 @@ Status Accumulate::process(Context ctx, uint32_t /*input*/, Batch batch) {
       state_ = Value::borrow(x);
       has_state_ = true;
       result = Value::borrow(x);
+    } else if (int64_t sum = 0; int_sum_ && state_.is_int() && x.is_int() &&
+                                !__builtin_add_overflow(state_.raw().as.i, x.raw().as.i, &sum)) {
+      state_ = Value::integer(sum);  // what Sum::call returns, without a call per element
+      result = state_;
     } else {
       SLUICE_SDK_ASSIGN_OR_RETURN(Value r, fn_.call(state_, x));
       if (returns_state_) {

@@ -10,10 +10,13 @@
 #include <cstdint>
 #include <iterator>
 #include <list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "functions.hpp"
 
 namespace sluice::core_ops {
 
@@ -240,6 +243,11 @@ class Accumulate final : public sdk::Operator {
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
 
  private:
+  // function = "count_by" (without returns_state / with_state): called directly, one
+  // element at a time, so that the state object, once emitted and dropped downstream, is
+  // ours alone again and the count is updated in place instead of copying every key.
+  sdk::Status process_count_by(sdk::Context ctx, sdk::Batch batch);
+
   sdk::Function fn_;
   bool returns_state_;
   bool with_state_;
@@ -247,6 +255,8 @@ class Accumulate final : public sdk::Operator {
   sdk::Value state_;
   std::vector<sdk::Value> out_;
   std::vector<sl_message> messages_;
+  std::optional<CountBy> count_by_;
+  bool int_sum_ = false;  // function = "sum" (without returns_state): ints added inline
 };
 
 /// `frequencies`: the running count of each distinct element, as an object.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -382,10 +383,20 @@ class CountBy {
 
   explicit CountBy(const sdk::Config& args);
   [[nodiscard]] sdk::Result<sdk::Value> call(sdk::Args args) const;
+  /// The same step for a caller whose `state` is to be replaced by the result (accumulate):
+  /// when the caller's reference is the only one and the key is already counted, `state`
+  /// itself is updated in place (host object_set_unique) and returned: O(1) instead of
+  /// copying every key. Otherwise exactly call({state, x}). On failure `state` is unchanged.
+  [[nodiscard]] sdk::Result<sdk::Value> step(const sdk::Value& state, sdk::ValueRef x);
 
  private:
   [[nodiscard]] std::string key_of(sdk::ValueRef x) const;
   std::optional<Path> path_;
+  // step's index of the state object: key -> entry index, valid for the object whose
+  // block is `indexed_` (entries keep their index when updated in place, and call()
+  // keeps their order and appends a new key). Each hit is checked against the key.
+  std::unordered_map<std::string, size_t> index_;
+  const void* indexed_ = nullptr;
 };
 
 /// `collect_list`: acc with x appended.

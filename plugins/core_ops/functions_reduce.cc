@@ -3,6 +3,8 @@
 // each reducer says what it does with such a state (see the k_doc of each).
 #include <sluice/sluice.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -100,6 +102,48 @@ Result<Value> CountBy::call(Args args) const {
   entries.reserve(counts.size());
   for (auto& [k, v] : counts) entries.emplace_back(k, std::move(v));
   return Value::object(entries);
+}
+
+Result<Value> CountBy::step(const Value& state, ValueRef x) {
+  const sl_host_api& h = sdk::host();
+  if (h.struct_size < offsetof(sl_host_api, object_set_unique) + sizeof(void*) ||
+      h.object_set_unique == nullptr) {
+    const std::array<ValueRef, 2> args{state.ref(), x};
+    return call(args);  // an older host: no in-place update
+  }
+  const std::string key = key_of(x);
+  bool hit = false;
+  size_t at = 0;
+  if (state.is_object()) {
+    if (state.raw().as.block != indexed_) {  // another object (first call, restore): index it
+      index_.clear();
+      for (size_t i = 0; i < state.size(); ++i) index_.emplace(std::string(state.key_at(i)), i);
+      indexed_ = state.raw().as.block;
+    }
+    auto it = index_.find(key);
+    if (it != index_.end() && it->second < state.size() && state.key_at(it->second) == key) {
+      hit = true;
+      at = it->second;
+      const sl_value count = h.value_at(state.raw(), at);
+      if (count.kind == SL_KIND_INT &&
+          h.object_set_unique(state.raw(), at, sl_int(count.as.i + 1)) != 0) {
+        return state;  // updated in place: nobody else held it
+      }
+    }
+  }
+  const std::array<ValueRef, 2> args{state.ref(), x};
+  SLUICE_SDK_ASSIGN_OR_RETURN(Value next, call(args));
+  // Keep the index for the new object: same entries in the same order, plus `key` at the
+  // end when it was new. Anything else is re-indexed on the next call.
+  const bool appended = !hit && state.is_object() && next.size() == state.size() + 1 &&
+                        next.key_at(state.size()) == key;
+  if (state.is_object() && state.raw().as.block == indexed_ && (hit || appended)) {
+    if (appended) index_.emplace(key, state.size());
+    indexed_ = next.raw().as.block;
+  } else {
+    indexed_ = nullptr;
+  }
+  return next;
 }
 
 Value CollectList::call(Args args) {

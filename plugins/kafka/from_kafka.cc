@@ -126,6 +126,11 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
     cfg.fail("refresh_ms", "must be positive when `topics` has a `^` pattern and no group_id");
   }
 
+  const InitCheckpointInfo cp = checkpoint_info(init);
+  checkpointing_known_ = cp.known;
+  checkpointing_ = cp.checkpointing;
+  link_key_ = TaskLink::key(cp.pipeline, init.task_index);
+
   brokers_ = resolve_brokers(cfg.get_string("brokers"));
   id_ = NodeRegistry::add(init.ctx, this);
   // The mock cluster creates topics on first mention with its own partition count; create
@@ -166,9 +171,11 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
     route_delivery_reports(pconf.get());
     dlq_ = new_client(RD_KAFKA_PRODUCER, std::move(pconf), "dead-letter producer");
   }
+  TaskLink::add_source(link_key_, this);
 }
 
 KafkaSource::~KafkaSource() {
+  TaskLink::remove_source(link_key_, this);
   static_cast<void>(close(ctx_));
   if (queue_) rd_kafka_queue_cb_event_enable(queue_.get(), nullptr, nullptr);
   if (main_queue_) rd_kafka_queue_cb_event_enable(main_queue_.get(), nullptr, nullptr);
@@ -212,7 +219,10 @@ Status KafkaSource::start(Context ctx) {
   }
   rd_kafka_queue_cb_event_enable(queue_.get(), &wake_from_queue_event, opaque_of(id_));
   SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_poll_timer, poll_interval_));
-  if (group_mode()) SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_commit_timer, commit_interval_));
+  // With checkpoints, offsets are committed only in checkpoint_commit.
+  if (group_mode() && !checkpointing_) {
+    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_commit_timer, commit_interval_));
+  }
   if (!group_mode() && refresh_.count() > 0) {
     SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_refresh_timer, refresh_));
   }
@@ -541,7 +551,7 @@ Status KafkaSource::on_timer(Context ctx, uint64_t timer_id) {
   switch (timer_id) {
     case k_poll_timer: ctx.wake(); return ctx.timer_start(k_poll_timer, poll_interval_);
     case k_commit_timer:
-      if (closed_) return {};
+      if (closed_ || checkpointing_) return {};
       SLUICE_SDK_RETURN_IF_ERROR(commit(true));
       return ctx.timer_start(k_commit_timer, commit_interval_);
     case k_refresh_timer:
@@ -570,7 +580,9 @@ Status KafkaSource::close(Context ctx) {
   const auto deadline = std::chrono::steady_clock::now() + close_timeout_;
   Status st;
   if (group_mode()) {
-    st = commit(false);
+    // With checkpoints the group's offsets move only with a stored checkpoint: what was
+    // processed after the last one is read again by the next run (or the next owner).
+    if (!checkpointing_) st = commit(false);
     // Leave the group within the bound: close through a queue we poll ourselves (the
     // revocation it triggers runs our rebalance callback, which commits nothing new).
     QueuePtr q(rd_kafka_queue_new(rk()));
@@ -634,8 +646,15 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
       // start applies to the first assignment in this process; a partition that comes back
       // after a rebalance resumes from the group's committed offset.
       if (seen_.insert(tp).second) {
-        if (start_ == Start::earliest) p.offset = RD_KAFKA_OFFSET_BEGINNING;
-        if (start_ == Start::latest) p.offset = RD_KAFKA_OFFSET_END;
+        if (auto r = restored_.find(tp); r != restored_.end()) {
+          // The checkpoint's position wins over `start` and over the group's offset.
+          p.offset = r->second;
+          processed_[tp] = r->second;
+          restored_.erase(r);
+        } else {
+          if (start_ == Start::earliest) p.offset = RD_KAFKA_OFFSET_BEGINNING;
+          if (start_ == Start::latest) p.offset = RD_KAFKA_OFFSET_END;
+        }
       }
       assigned_.insert(tp);
       at_eof_[tp] = false;
@@ -659,6 +678,14 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
     if (rd_kafka_assignment_lost(rk()) != 0) {
       ctx_.log_warn("assignment lost (offsets not committed, another member may re-read): " +
                     names);
+    } else if (checkpointing_) {
+      // With checkpoints nothing is committed here: the group's offsets are those of the
+      // last completed checkpoint, and the next owner re-reads what came after them
+      // (at-least-once; see docs/KAFKA.md).
+      ctx_.log_info(
+          "revoked with checkpoints: the next owner resumes from the last "
+          "checkpoint's offsets: " +
+          names);
     } else {
       const Status st = commit(false, parts);
       if (!st.is_ok()) ctx_.log_warn(st.message());
@@ -696,9 +723,15 @@ void KafkaSource::on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_li
 }
 
 Status KafkaSource::commit(bool async, const rd_kafka_topic_partition_list_t* only) {
-  if (!group_mode() || processed_.empty()) return {};
-  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(processed_.size())));
-  for (const auto& [tp, next] : processed_) {
+  return commit_positions(processed_, async, only);
+}
+
+Status KafkaSource::commit_positions(const std::map<TopicPartition, int64_t>& positions, bool async,
+                                     const rd_kafka_topic_partition_list_t* only) {
+  if (!group_mode() || positions.empty()) return {};
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(positions.size())));
+  for (const auto& [tp, next] : positions) {
+    if (assigned_.count(tp) == 0) continue;  // revoked meanwhile: no longer ours to commit
     if (only != nullptr &&
         rd_kafka_topic_partition_list_find(only, tp.first.c_str(), tp.second) == nullptr) {
       continue;
@@ -828,8 +861,12 @@ Status KafkaSource::apply_metadata(Context ctx) {
     for (int32_t p = 0; p < count; ++p) {
       const TopicPartition tp{topic, p};
       if (assigned_.count(tp) != 0) continue;
-      const int64_t offset =
-          start_ == Start::latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+      int64_t offset = start_ == Start::latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+      if (auto r = restored_.find(tp); r != restored_.end()) {
+        offset = r->second;  // the checkpoint's position
+        processed_[tp] = r->second;
+        restored_.erase(r);
+      }
       if (rd_kafka_consume_start_queue(rkt, p, offset, queue_.get()) != 0) {
         return sdk::internal_error("from_kafka: cannot start reading " + tp_name(topic, p) + ": " +
                                    rd_kafka_err2str(rd_kafka_last_error()));
@@ -843,6 +880,151 @@ Status KafkaSource::apply_metadata(Context ctx) {
   if (!added.empty()) ctx.log_info("reading " + added);
   metadata_loaded_ = true;
   return {};
+}
+
+}  // namespace sluice::kafka
+
+namespace sluice::kafka {
+
+// ---------------------------------------------------------------------------
+// Checkpoints: positions in the snapshot, seek on restore, commits only with a stored epoch
+
+void KafkaSource::note_checkpointing(Context ctx) {
+  if (checkpointing_) return;
+  if (checkpointing_known_) return;  // the host said no: snapshot comes from `sluiced test`
+  // An older host that does not say: the first snapshot/restore tells. Commits made before
+  // it (commit_interval_ms) may be ahead of the first checkpoint (see docs/KAFKA.md).
+  checkpointing_ = true;
+  ctx.timer_cancel(k_commit_timer);
+  ctx.log_info("checkpointing: offsets are committed only with stored checkpoints");
+}
+
+Result<Value> KafkaSource::snapshot(Context ctx) {
+  note_checkpointing(ctx);
+  std::vector<Value> items;
+  items.reserve(processed_.size() + restored_.size());
+  auto add = [&](const TopicPartition& tp, int64_t next) {
+    items.push_back(
+        Value::array({Value::string(tp.first), Value::integer(tp.second), Value::integer(next)}));
+  };
+  for (const auto& [tp, next] : processed_) add(tp, next);
+  // Restored positions of partitions not assigned yet (metadata or the group's assignment
+  // still to come) are carried forward: the operators' state counts everything before them.
+  for (const auto& [tp, next] : restored_) add(tp, next);
+  snapshot_ = processed_;
+  return Value::object({{"group", group_id_ ? Value::string(*group_id_) : Value()},
+                        {"positions", Value::array(std::span<const Value>(items))}});
+}
+
+Result<std::map<KafkaSource::TopicPartition, int64_t>> KafkaSource::parse_positions(
+    ValueRef state) {
+  std::optional<Value> list = state.is_object() ? state.get("positions") : std::nullopt;
+  if (!list || !list->is_array()) {
+    return sdk::invalid_argument("from_kafka: checkpoint state has no 'positions' array: " +
+                                 state.to_json());
+  }
+  std::map<TopicPartition, int64_t> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Value item = (*list)[i];
+    if (!item.is_array() || item.size() != 3 || !item[0].is_string() || !item[1].is_int() ||
+        !item[2].is_int() || item[2].as_int() < 0) {
+      return sdk::invalid_argument(
+          "from_kafka: checkpoint position is not [topic, partition, offset]: " + item.to_json());
+    }
+    out[{std::string(item[0].as_str()), static_cast<int32_t>(item[1].as_int())}] = item[2].as_int();
+  }
+  return out;
+}
+
+Status KafkaSource::restore(Context ctx, ValueRef state) {
+  note_checkpointing(ctx);
+  SLUICE_SDK_ASSIGN_OR_RETURN(restored_, parse_positions(state));
+  std::optional<Value> group = state.get("group");
+  const std::string saved = group && group->is_string() ? std::string(group->as_str()) : "";
+  if (saved != group_id_.value_or("")) {
+    ctx.log_warn("the checkpoint was taken with group_id '" + saved + "', now '" +
+                 group_id_.value_or("") + "': its positions are used all the same");
+  }
+  std::string text;
+  for (const auto& [tp, next] : restored_) {
+    text +=
+        (text.empty() ? "" : ", ") + tp_name(tp.first, tp.second) + " at " + std::to_string(next);
+  }
+  ctx.log_info("restored positions: " + (text.empty() ? std::string("(none)") : text));
+  return {};
+}
+
+Status KafkaSource::checkpoint_commit(Context ctx, uint64_t epoch) {
+  note_checkpointing(ctx);
+  // With an exactly-once to_kafka in the task, its transaction (committed just before, sinks
+  // first) already holds these offsets: committing them again changes nothing on a real
+  // cluster, and moves them where the broker ignores transactional offsets (librdkafka's
+  // mock), so that checkpoint_recover sees them.
+  if (!group_mode()) return {};
+  const Status st = commit_positions(snapshot_, false, nullptr);
+  if (!st.is_ok()) {
+    // The checkpoint is stored: a restart seeks to its positions whatever the group says;
+    // only the next owner after a rebalance may re-read more (at-least-once). Try again with
+    // the next epoch.
+    ctx.log_warn("checkpoint " + std::to_string(epoch) +
+                 ": offsets not committed to the group (retried with the next): " + st.message());
+  }
+  return {};
+}
+
+Result<bool> KafkaSource::checkpoint_recover(Context ctx, uint64_t epoch, ValueRef state) {
+  if (!group_mode()) return true;  // nothing is committed without a group
+  SLUICE_SDK_ASSIGN_OR_RETURN(auto positions, parse_positions(state));
+  if (positions.empty()) return true;
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(positions.size())));
+  for (const auto& [tp, next] : positions) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second);
+  }
+  const rd_kafka_resp_err_t e = rd_kafka_committed(
+      rk(), list.get(), static_cast<int>(std::max<int64_t>(close_timeout_.count(), 1)));
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return unavailable("from_kafka: cannot read group '" + *group_id_ +
+                       "''s committed offsets to decide whether checkpoint " +
+                       std::to_string(epoch) + " was committed: " + rd_kafka_err2str(e));
+  }
+  bool committed = true;
+  std::string diff;
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return unavailable("from_kafka: cannot read the committed offset of " +
+                         tp_name(p.topic, p.partition) + ": " + rd_kafka_err2str(p.err));
+    }
+    const int64_t want = positions[{p.topic, p.partition}];
+    if (p.offset != want) {
+      committed = false;
+      diff += (diff.empty() ? "" : ", ") + tp_name(p.topic, p.partition) + " committed " +
+              std::to_string(p.offset) + " vs " + std::to_string(want);
+    }
+  }
+  ctx.log_info("checkpoint " + std::to_string(epoch) + " was " +
+               (committed ? "committed (group offsets equal its positions)"
+                          : "not committed (" + diff + ")"));
+  return committed;
+}
+
+rd_kafka_consumer_group_metadata_t* KafkaSource::group_metadata() {
+  if (!group_mode() || !shared_->handle) return nullptr;
+  return rd_kafka_consumer_group_metadata(rk());
+}
+
+PartitionListPtr KafkaSource::positions() {
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(processed_.size())));
+  for (const auto& [tp, next] : processed_) {
+    if (assigned_.count(tp) == 0) continue;
+    rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second)->offset = next;
+  }
+  return list;
+}
+
+std::string KafkaSource::describe() const {
+  return "node '" + std::string(ctx_.node_id()) + "'" +
+         (group_id_ ? " (group '" + *group_id_ + "')" : "");
 }
 
 }  // namespace sluice::kafka

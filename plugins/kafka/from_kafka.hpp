@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint_link.hpp"
 #include "kafka_common.hpp"
 
 namespace sluice::kafka {
@@ -60,7 +61,8 @@ namespace sluice::kafka {
                  "group). 0: never (without a group)."),                                          \
       sdk::param("commit_interval_ms", SL_PARAM_DURATION, "5000",                                 \
                  "With a group: commit the offsets of processed messages this often (and "        \
-                 "always when partitions are revoked and at the end)."),                          \
+                 "always when partitions are revoked and at the end). Not used with a "           \
+                 "[checkpoint] table: offsets are then committed with each checkpoint."),         \
       sdk::param("stop_at_end", SL_PARAM_BOOL, "false",                                           \
                  "End the stream once every assigned partition is at its end (like `kcat -e`), "  \
                  "so `sluiced run` can exit by itself."),                                         \
@@ -81,8 +83,11 @@ namespace sluice::kafka {
 
 /// Everything of a Kafka consumer source; from_kafka and from_kafka_batched differ only in
 /// how poll() shapes what it emits.
-class KafkaSource : public sdk::Source, private ClientEvents {
+class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSource {
  public:
+  /// Stateful: the checkpoint holds the position (next offset) of every partition read.
+  static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
+
   KafkaSource(const sl_node_init& init, bool batched);
   ~KafkaSource() override;
   KafkaSource(const KafkaSource&) = delete;
@@ -93,6 +98,13 @@ class KafkaSource : public sdk::Source, private ClientEvents {
   sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
   sdk::Status finish(sdk::Context ctx) override;
   void stop(sdk::Context ctx) override;
+
+  // Checkpoints (docs/KAFKA.md "Delivery guarantees").
+  sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
+  sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
+  sdk::Status checkpoint_commit(sdk::Context ctx, uint64_t epoch) override;
+  sdk::Result<bool> checkpoint_recover(sdk::Context ctx, uint64_t epoch,
+                                       sdk::ValueRef state) override;
 
   /// Shared with wrapped payloads (see Handle): the client and the bytes held downstream.
   struct Shared {
@@ -142,6 +154,19 @@ class KafkaSource : public sdk::Source, private ClientEvents {
   /// Commits processed offsets (all, or only those of `only`): async, or bounded by
   /// close_timeout_ms.
   sdk::Status commit(bool async, const rd_kafka_topic_partition_list_t* only = nullptr);
+  /// Commits `positions` (those of assigned partitions not yet committed at that offset).
+  sdk::Status commit_positions(const std::map<TopicPartition, int64_t>& positions, bool async,
+                               const rd_kafka_topic_partition_list_t* only);
+  /// The pipeline checkpoints (said by the host, or seen in a first snapshot/restore): from
+  /// then on offsets are committed only in checkpoint_commit.
+  void note_checkpointing(sdk::Context ctx);
+  /// Positions as [[topic, partition, next_offset], ...] from a snapshot value.
+  static sdk::Result<std::map<TopicPartition, int64_t>> parse_positions(sdk::ValueRef state);
+
+  // OffsetSource (an exactly-once to_kafka of the same task).
+  rd_kafka_consumer_group_metadata_t* group_metadata() override;
+  PartitionListPtr positions() override;
+  std::string describe() const override;
 
   // Manual mode (no group): metadata on a helper thread, partitions started on our queue.
   void request_metadata();
@@ -186,6 +211,13 @@ class KafkaSource : public sdk::Source, private ClientEvents {
   std::map<TopicPartition, int64_t> processed_;  // next offset to commit
   std::map<TopicPartition, int64_t> committed_;
   int64_t all_at_end_since_ns_ = -1;
+
+  // Checkpoints.
+  bool checkpointing_ = false;                  // offsets committed only in checkpoint_commit
+  bool checkpointing_known_ = false;            // the host said so (else inferred)
+  std::string link_key_;                        // TaskLink key of this task
+  std::map<TopicPartition, int64_t> restored_;  // from restore(), until assigned
+  std::map<TopicPartition, int64_t> snapshot_;  // positions of the last snapshot
   bool closed_ = false;
   bool done_ = false;
 
@@ -209,8 +241,10 @@ class FromKafka final : public KafkaSource {
       "timestamp on the sluice message; or, with `keys`, an object {key, value, topic, "
       "partition, offset, timestamp, headers}. With `group_id`, offsets are committed only "
       "after a message was fully processed downstream (at-least-once): every "
-      "`commit_interval_ms`, when partitions are revoked and at the end. Never blocks the "
-      "task: librdkafka's threads wake the source. See docs/KAFKA.md.";
+      "`commit_interval_ms`, when partitions are revoked and at the end; with a [checkpoint] "
+      "table the positions are in the checkpoint, restored on restart, and committed only "
+      "with stored checkpoints. Never blocks the task: librdkafka's threads wake the source. "
+      "See docs/KAFKA.md.";
   static constexpr std::array k_params{SLUICE_KAFKA_SOURCE_PARAMS};
   explicit FromKafka(const sl_node_init& init) : KafkaSource(init, false) {}
 };

@@ -56,10 +56,45 @@ ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
   poll_interval_ = cfg.get_duration("poll_interval_ms");
   if (poll_interval_.count() == 0) cfg.fail("poll_interval_ms", "must be positive");
 
+  exactly_once_ = cfg.get_bool("exactly_once");
+  txn_timeout_ = cfg.get_duration("transaction_timeout_ms");
+  const InitCheckpointInfo cp = checkpoint_info(init);
+  link_key_ = TaskLink::key(cp.pipeline, init.task_index);
+  if (exactly_once_) {
+    if (cp.known && !cp.checkpointing) {
+      cfg.fail("exactly_once",
+               "needs a [checkpoint] table: each transaction is committed with a checkpoint");
+    }
+    if (config_sets(cfg, "transactional.id")) {
+      cfg.fail("config", "transactional.id is set through `transactional_id`");
+    }
+    if (txn_timeout_.count() < 1000) cfg.fail("transaction_timeout_ms", "must be >= 1000");
+    const std::string node(Context(init.ctx).node_id());
+    transactional_id_ =
+        cfg.find_string("transactional_id")
+            .value_or("sluice-" + (cp.pipeline.empty() ? std::string() : cp.pipeline + "-") +
+                      node) +
+        "-" + std::to_string(init.task_index);
+  } else if (cfg.find_string("transactional_id")) {
+    cfg.fail("transactional_id", "is used only with exactly_once = true");
+  }
+
   brokers_ = resolve_brokers(cfg.get_string("brokers"));
   create_embedded_topic(brokers_, topic_, 1);
   id_ = NodeRegistry::add(init.ctx, this);
   ConfPtr conf = make_conf(cfg, brokers_.bootstrap, id_, {{"enable.idempotence", "true"}});
+  if (exactly_once_) {
+    char err[512];
+    const std::string timeout = std::to_string(txn_timeout_.count());
+    if (rd_kafka_conf_set(conf.get(), "transactional.id", transactional_id_.c_str(), err,
+                          sizeof err) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf.get(), "transaction.timeout.ms", timeout.c_str(), err, sizeof err) !=
+            RD_KAFKA_CONF_OK) {
+      NodeRegistry::remove(id_);
+      cfg.fail("exactly_once",
+               std::string("librdkafka refuses the transactional settings: ") + err);
+    }
+  }
   route_delivery_reports(conf.get());
   rk_ = new_client(RD_KAFKA_PRODUCER, std::move(conf), "producer");
   rkt_ = rd_kafka_topic_new(rk_, topic_.c_str(), nullptr);
@@ -69,9 +104,18 @@ ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
     cfg.fail("topic",
              std::string("is refused by librdkafka: ") + rd_kafka_err2str(rd_kafka_last_error()));
   }
+  if (exactly_once_ && !TaskLink::claim_transactions(link_key_, this)) {
+    rd_kafka_topic_destroy(rkt_);
+    rd_kafka_destroy(rk_);
+    NodeRegistry::remove(id_);
+    cfg.fail("exactly_once",
+             "another to_kafka with exactly_once = true is in this pipeline: at most one may "
+             "be (the task's input offsets go into one transaction)");
+  }
 }
 
 ToKafka::~ToKafka() {
+  if (exactly_once_) TaskLink::release_transactions(link_key_, this);
   if (main_queue_) rd_kafka_queue_cb_event_enable(main_queue_.get(), nullptr, nullptr);
   main_queue_.reset();
   if (rk_ != nullptr) {
@@ -90,6 +134,13 @@ Status ToKafka::start(Context ctx) {
   main_queue_.reset(rd_kafka_queue_get_main(rk_));
   rd_kafka_queue_cb_event_enable(main_queue_.get(), &post_from_queue_event,
                                  reinterpret_cast<void*>(static_cast<uintptr_t>(id_)));
+  if (exactly_once_) {
+    // Blocks the executor once at start (bounded): registers the transactional.id and fences
+    // any older producer with it (aborting the transaction a crashed run left open).
+    ErrorPtr e(rd_kafka_init_transactions(rk_, static_cast<int>(flush_timeout_.count())));
+    if (e) return txn_error("initialising transactions", e.get());
+    ctx.log_info("transactions on (transactional.id '" + transactional_id_ + "')");
+  }
   return ctx.timer_start(k_poll_timer, poll_interval_);
 }
 
@@ -122,6 +173,7 @@ void ToKafka::on_posted() {
   rd_kafka_poll(rk_, 0);
   const Status st = drain_pending(ctx_);
   if (!st.is_ok() && failure_.is_ok()) failure_ = st;
+  maybe_ready();
 }
 
 Result<std::unique_ptr<ToKafka::Record>> ToKafka::make_record(const sl_message& m) const {
@@ -177,6 +229,9 @@ Result<bool> ToKafka::produce(std::unique_ptr<Record>& rec) {
   }
   vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
   vu[n++].u.ptr = rec.get();
+  if (exactly_once_ && !txn_open_) {
+    if (Status st = begin_transaction(); !st.is_ok()) return st;
+  }
   ErrorPtr e(rd_kafka_produceva(rk_, vu.data(), n));
   if (!e) {
     static_cast<void>(headers.release());  // librdkafka owns them now
@@ -223,7 +278,9 @@ Status ToKafka::process_one(Context ctx, uint32_t /*input*/, const sl_message& m
 Status ToKafka::on_timer(Context ctx, uint64_t timer_id) {
   if (timer_id != k_poll_timer || stopped_) return {};
   rd_kafka_poll(rk_, 0);
-  SLUICE_SDK_RETURN_IF_ERROR(drain_pending(ctx));
+  const Status drained = drain_pending(ctx);
+  if (!drained.is_ok() && failure_.is_ok()) failure_ = drained;
+  maybe_ready();
   if (!failure_.is_ok()) return failure_;
   return ctx.timer_start(k_poll_timer, poll_interval_);
 }
@@ -252,6 +309,13 @@ Status ToKafka::flush(Context ctx) {
 Status ToKafka::finish(Context ctx) {
   ctx.timer_cancel(k_poll_timer);
   Status st = flush(ctx);
+  if (exactly_once_ && txn_open_) {
+    // End of input is not a checkpoint: committing here would put output in the topic whose
+    // input the last checkpoint does not cover (the next run would produce it again).
+    abort_transaction(
+        "end of input: output after the last checkpoint is not committed (the "
+        "next run produces it again from that checkpoint)");
+  }
   stopped_ = true;
   return st;
 }
@@ -259,9 +323,177 @@ Status ToKafka::finish(Context ctx) {
 void ToKafka::stop(Context ctx) {
   if (stopped_) return;
   ctx.timer_cancel(k_poll_timer);
+  if (exactly_once_) {
+    // Stopping after a failure, or after the final checkpoint (then nothing is open): what
+    // the open transaction holds is not covered by a checkpoint.
+    abort_transaction("the pipeline stops: output after the last checkpoint is discarded");
+    stopped_ = true;
+    return;
+  }
   const Status st = flush(ctx);
   stopped_ = true;
   if (!st.is_ok()) ctx.log_error(st.message());
+}
+
+// ---------------------------------------------------------------------------
+// Checkpoints
+
+Result<bool> ToKafka::checkpoint_prepare(Context ctx, uint64_t epoch) {
+  if (!failure_.is_ok()) return failure_;
+  SLUICE_SDK_RETURN_IF_ERROR(drain_pending(ctx));
+  rd_kafka_poll(rk_, 0);
+  if (!failure_.is_ok()) return failure_;
+  if (pending_.empty() && in_flight_ == 0) {
+    SLUICE_SDK_RETURN_IF_ERROR(complete_prepare(epoch));
+    return true;
+  }
+  // Answered from the delivery path (on_posted / the poll timer) when the last report is in:
+  // the executor is not blocked meanwhile.
+  preparing_ = epoch;
+  return false;
+}
+
+void ToKafka::maybe_ready() {
+  if (!preparing_) return;
+  const uint64_t epoch = *preparing_;
+  Status st = failure_;
+  if (st.is_ok()) {
+    if (!pending_.empty() || in_flight_ != 0) return;
+    st = complete_prepare(epoch);
+  }
+  preparing_.reset();
+  ctx_.checkpoint_ready(epoch, st);
+}
+
+Status ToKafka::complete_prepare(uint64_t epoch) {
+  if (!exactly_once_) return {};
+  return send_offsets(epoch);
+}
+
+Status ToKafka::checkpoint_commit(Context /*ctx*/, uint64_t epoch) {
+  if (!exactly_once_) return {};
+  return commit_transaction(epoch);
+}
+
+Status ToKafka::checkpoint_abort(Context ctx, uint64_t epoch) {
+  if (exactly_once_ && txn_open_) {
+    ctx.log_warn("checkpoint " + std::to_string(epoch) +
+                 " was not stored: its transaction stays open and is committed with the next "
+                 "checkpoint");
+  }
+  return {};
+}
+
+Status ToKafka::txn_error(const std::string& what, const rd_kafka_error_t* e) const {
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+  std::string msg = "to_kafka: " + what + " failed (transactional.id '" + transactional_id_ +
+                    "'): " + rd_kafka_error_name(e) + ": " + rd_kafka_error_string(e);
+  if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+      code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH) {
+    return sdk::failed_precondition(
+        msg +
+        " -- this producer was FENCED: another producer with the same transactional.id "
+        "started (is the same pipeline running twice?); this one stops");
+  }
+  if (rd_kafka_error_is_fatal(e) != 0) {
+    return sdk::internal_error(msg + " (fatal: the producer cannot continue)");
+  }
+  if (rd_kafka_error_txn_requires_abort(e) != 0) {
+    return unavailable(msg +
+                       " (the transaction is aborted; the restart resumes from the last "
+                       "checkpoint)");
+  }
+  return unavailable(msg);
+}
+
+Status ToKafka::begin_transaction() {
+  ErrorPtr e(rd_kafka_begin_transaction(rk_));
+  if (e) {
+    const Status st = txn_error("beginning a transaction", e.get());
+    if (failure_.is_ok()) failure_ = st;
+    return st;
+  }
+  txn_open_ = true;
+  return {};
+}
+
+Status ToKafka::send_offsets(uint64_t epoch) {
+  for (OffsetSource* src : TaskLink::sources(link_key_)) {
+    struct MetaDeleter {
+      void operator()(rd_kafka_consumer_group_metadata_t* m) const noexcept {
+        rd_kafka_consumer_group_metadata_destroy(m);
+      }
+    };
+    std::unique_ptr<rd_kafka_consumer_group_metadata_t, MetaDeleter> meta(src->group_metadata());
+    if (!meta) continue;  // no group: its positions live in the checkpoint only
+    PartitionListPtr positions = src->positions();
+    if (positions->cnt == 0) continue;
+    // An idle epoch (nothing produced, offsets unchanged) needs no transaction.
+    bool changed = false;
+    for (int i = 0; i < positions->cnt; ++i) {
+      const rd_kafka_topic_partition_t& p = positions->elems[i];
+      auto it = txn_offsets_.find({p.topic, p.partition});
+      if (it == txn_offsets_.end() || it->second != p.offset) changed = true;
+    }
+    if (!changed && !txn_open_) continue;
+    if (!txn_open_) SLUICE_SDK_RETURN_IF_ERROR(begin_transaction());
+    ErrorPtr e(rd_kafka_send_offsets_to_transaction(rk_, positions.get(), meta.get(),
+                                                    static_cast<int>(flush_timeout_.count())));
+    if (e) {
+      const bool abort = rd_kafka_error_txn_requires_abort(e.get()) != 0;
+      const Status st = txn_error("adding the offsets of " + src->describe() +
+                                      " to the transaction of checkpoint " + std::to_string(epoch),
+                                  e.get());
+      if (abort) abort_transaction(st.message());
+      if (failure_.is_ok()) failure_ = st;
+      return st;
+    }
+    for (int i = 0; i < positions->cnt; ++i) {
+      const rd_kafka_topic_partition_t& p = positions->elems[i];
+      txn_offsets_[{p.topic, p.partition}] = p.offset;
+    }
+  }
+  return {};
+}
+
+Status ToKafka::commit_transaction(uint64_t epoch) {
+  if (!txn_open_) return {};
+  const auto deadline = std::chrono::steady_clock::now() + flush_timeout_;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    ErrorPtr e(rd_kafka_commit_transaction(rk_, static_cast<int>(std::max<int64_t>(left, 1))));
+    if (!e) {
+      txn_open_ = false;
+      return {};
+    }
+    if (rd_kafka_error_is_retriable(e.get()) != 0 && std::chrono::steady_clock::now() < deadline) {
+      ctx_.log_warn(std::string("committing the transaction of checkpoint ") +
+                    std::to_string(epoch) + ": " + rd_kafka_error_string(e.get()) + " (retrying)");
+      continue;
+    }
+    const bool abort = rd_kafka_error_txn_requires_abort(e.get()) != 0;
+    const Status st =
+        txn_error("committing the transaction of checkpoint " + std::to_string(epoch), e.get());
+    if (abort) abort_transaction(st.message());
+    if (failure_.is_ok()) failure_ = st;
+    return st;
+  }
+}
+
+void ToKafka::abort_transaction(const std::string& why) {
+  if (!txn_open_) return;
+  txn_open_ = false;
+  ErrorPtr e(rd_kafka_abort_transaction(rk_, static_cast<int>(flush_timeout_.count())));
+  if (e) {
+    ctx_.log_error("aborting the transaction (" + why +
+                   ") failed: " + rd_kafka_error_string(e.get()) +
+                   " (the broker aborts it after transaction_timeout_ms, or when this "
+                   "transactional.id starts again)");
+  } else {
+    ctx_.log_warn("transaction aborted: " + why);
+  }
 }
 
 }  // namespace sluice::kafka

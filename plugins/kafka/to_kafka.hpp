@@ -10,9 +10,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "checkpoint_link.hpp"
 #include "kafka_common.hpp"
 
 namespace sluice::kafka {
@@ -29,7 +32,9 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
       "delivery reports are read on a timer and when librdkafka signals them; a message that "
       "cannot be delivered after librdkafka's retries fails the node with the broker's error. "
       "When librdkafka's queue is full the sink holds the element and applies back-pressure. "
-      "finish waits for every delivery (bounded by flush_timeout_ms). Being a sink, it emits "
+      "finish waits for every delivery (bounded by flush_timeout_ms). With checkpoints an "
+      "epoch completes only when every delivery report is in; `exactly_once` writes a Kafka "
+      "transaction per epoch that also carries the input offsets. Being a sink, it emits "
       "nothing downstream (streamz emits the delivered values). See docs/KAFKA.md.";
   static constexpr std::array k_params{
       sdk::required("brokers", SL_PARAM_STRING,
@@ -48,6 +53,17 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
                  "librdkafka producer properties passed unchanged (same refusals as "
                  "from_kafka). Default enable.idempotence = true (order per partition is kept "
                  "across retries)."),
+      sdk::param("exactly_once", SL_PARAM_BOOL, "false",
+                 "Kafka transactions, one per checkpoint epoch, carrying the input offsets of "
+                 "the task's from_kafka sources (which need a group_id): a read_committed "
+                 "consumer sees each result once. Needs a [checkpoint] table."),
+      sdk::param("transactional_id", SL_PARAM_STRING, nullptr,
+                 "With exactly_once: the transactional.id prefix; the task index is appended. "
+                 "Default \"sluice-<pipeline>-<node id>\". Must be stable across restarts and "
+                 "unique among running producers."),
+      sdk::param("transaction_timeout_ms", SL_PARAM_DURATION, "60000",
+                 "With exactly_once: transaction.timeout.ms (the broker aborts a transaction "
+                 "left open longer, e.g. by a crashed process)."),
   };
 
   explicit ToKafka(const sl_node_init& init);
@@ -60,6 +76,12 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
   sdk::Status finish(sdk::Context ctx) override;
   void stop(sdk::Context ctx) override;
+
+  // Checkpoints: prepare answers when every delivery report is in (and, exactly_once, the
+  // offsets are in the transaction); commit ends the epoch's transaction.
+  sdk::Result<bool> checkpoint_prepare(sdk::Context ctx, uint64_t epoch) override;
+  sdk::Status checkpoint_commit(sdk::Context ctx, uint64_t epoch) override;
+  sdk::Status checkpoint_abort(sdk::Context ctx, uint64_t epoch) override;
 
  private:
   static constexpr uint64_t k_poll_timer = 1;
@@ -86,6 +108,18 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   sdk::Status drain_pending(sdk::Context ctx);
   /// Waits (bounded) until every record was delivered; reports what was not.
   sdk::Status flush(sdk::Context ctx);
+  /// Answers a pending prepare once everything is delivered (or something failed).
+  void maybe_ready();
+  /// The epoch's work after every delivery: exactly_once sends the offsets.
+  sdk::Status complete_prepare(uint64_t epoch);
+  // Transactions (exactly_once).
+  sdk::Status begin_transaction();
+  sdk::Status send_offsets(uint64_t epoch);
+  sdk::Status commit_transaction(uint64_t epoch);
+  /// Aborts the open transaction (bounded); logs what fails.
+  void abort_transaction(const std::string& why);
+  /// The status for a failed transactional call `what` (fencing named as such).
+  sdk::Status txn_error(const std::string& what, const rd_kafka_error_t* e) const;
 
   sdk::Context ctx_;
   uint64_t id_ = 0;
@@ -103,6 +137,16 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   sdk::Status failure_;  // the first failed delivery
   uint64_t in_flight_ = 0;
   bool stopped_ = false;
+
+  // Checkpoints.
+  std::optional<uint64_t> preparing_;  // epoch whose prepare waits for delivery reports
+  bool exactly_once_ = false;
+  std::string transactional_id_;
+  std::string link_key_;
+  bool txn_open_ = false;
+  /// Offsets sent in transactions (the open one included): an idle epoch sends nothing.
+  std::map<std::pair<std::string, int32_t>, int64_t> txn_offsets_;
+  std::chrono::milliseconds txn_timeout_{60000};
 };
 
 }  // namespace sluice::kafka

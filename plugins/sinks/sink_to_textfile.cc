@@ -2,8 +2,10 @@
 #include <sluice/sluice.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -53,6 +55,7 @@ SinkToTextfile::SinkToTextfile(const sl_node_init& init) : ctx_(init.ctx) {
   json_ = cfg.get_choice("format", {"json", "text"}) == 0;
   append_ = cfg.get_bool("append");
   flush_each_batch_ = cfg.get_choice("flush", {"batch", "finish"}) == 0;
+  exactly_once_ = cfg.get_bool("exactly_once");
 }
 
 SinkToTextfile::~SinkToTextfile() {
@@ -66,11 +69,52 @@ Status SinkToTextfile::io_error(int err, const char* what) const {
                            std::string("sink_to_textfile: cannot ") + what + " '" + path_ + "'");
 }
 
-Status SinkToTextfile::start(Context /*ctx*/) {
-  const int fd =
-      ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append_ ? O_APPEND : O_TRUNC), 0666);
+Status SinkToTextfile::start(Context ctx) {
+  // Restarted from a checkpoint: never truncate (the lines before the checkpoint
+  // are output already delivered); with exactly_once, cut what came after it.
+  const bool keep = append_ || restored_length_.has_value();
+  // Read access too after a restore: an at-least-once restart looks for a cut line.
+  const int fd = ::open(
+      path_.c_str(),
+      (restored_length_ ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC | (keep ? O_APPEND : O_TRUNC),
+      0666);
   if (fd < 0) return io_error(errno, "open");
-  file_ = ::fdopen(fd, append_ ? "a" : "w");
+  if (restored_length_ && *restored_length_ >= 0 && exactly_once_) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return io_error(err, "stat");
+    }
+    if (st.st_size < *restored_length_) {
+      ::close(fd);
+      return sdk::Status(SL_DATA_LOSS,
+                         "sink_to_textfile: '" + path_ + "' holds " + std::to_string(st.st_size) +
+                             " bytes, less than the " + std::to_string(*restored_length_) +
+                             " the restored checkpoint recorded: it was truncated or replaced "
+                             "outside sluice");
+    }
+    if (st.st_size > *restored_length_) {
+      if (::ftruncate(fd, *restored_length_) != 0 || ::fsync(fd) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return io_error(err, "truncate");
+      }
+      ctx.log_info("exactly_once: cut '" + path_ + "' back to " +
+                   std::to_string(*restored_length_) + " bytes (" +
+                   std::to_string(st.st_size - *restored_length_) +
+                   " bytes were written after the restored checkpoint)");
+    }
+  }
+  if (restored_length_ && !exactly_once_) {
+    // At-least-once: keep what came after the checkpoint, but not a line the
+    // crash cut in half (it would run into the next one).
+    if (Status st = cut_partial_line(fd); !st.is_ok()) {
+      ::close(fd);
+      return st;
+    }
+  }
+  file_ = ::fdopen(fd, keep ? "a" : "w");
   if (file_ == nullptr) {
     const int err = errno;
     ::close(fd);
@@ -116,12 +160,73 @@ Status SinkToTextfile::close_file(bool sync) {
     st = io_error(errno, "write to");
   } else if (sync && ::fsync(::fileno(file)) != 0 && errno != EINVAL && errno != EROFS) {
     st = io_error(errno, "fsync");  // EINVAL/EROFS: a pipe or device that has nothing to sync
+  } else if (sync) {
+    struct stat info {};
+    if (::fstat(::fileno(file), &info) == 0) durable_length_ = info.st_size;  // all of it
   }
   if (std::fclose(file) != 0 && st.is_ok()) st = io_error(errno, "close");
   return st;
 }
 
 Status SinkToTextfile::finish(Context /*ctx*/) { return close_file(true); }
+
+Status SinkToTextfile::cut_partial_line(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error(errno, "stat");
+  const int64_t floor = std::max<int64_t>(*restored_length_, 0);
+  int64_t end = st.st_size;
+  if (end <= floor) return {};
+  // Scan back for the last newline after the recorded length.
+  char buf[4096];
+  int64_t keep = floor;
+  for (int64_t at = end; at > floor;) {
+    const int64_t from = std::max<int64_t>(floor, at - static_cast<int64_t>(sizeof buf));
+    const ssize_t n = ::pread(fd, buf, static_cast<size_t>(at - from), from);
+    if (n < 0) return io_error(errno, "read");
+    if (n == 0) break;
+    bool found = false;
+    for (ssize_t i = n - 1; i >= 0; --i) {
+      if (buf[i] == '\n') {
+        keep = from + i + 1;
+        found = true;
+        break;
+      }
+    }
+    if (found) break;
+    at = from;
+  }
+  if (keep < end && ::ftruncate(fd, keep) != 0) return io_error(errno, "truncate");
+  return {};
+}
+
+sdk::Result<bool> SinkToTextfile::checkpoint_prepare(Context /*ctx*/, uint64_t /*epoch*/) {
+  if (file_ == nullptr) return true;  // finished (fsynced) or never started: nothing pending
+  if (std::fflush(file_) != 0) return io_error(errno, "write to");
+  const int fd = ::fileno(file_);
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) return io_error(errno, "fsync");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error(errno, "stat");
+  durable_length_ = st.st_size;
+  return true;
+}
+
+sdk::Result<Value> SinkToTextfile::snapshot(Context /*ctx*/) {
+  const int64_t length = durable_length_ >= 0 ? durable_length_ : restored_length_.value_or(-1);
+  return Value::object(
+      {{"length", Value::integer(length)}, {"exactly_once", Value::boolean(exactly_once_)}});
+}
+
+Status SinkToTextfile::restore(Context ctx, ValueRef state) {
+  const std::optional<Value> length = state.is_object() ? state.get("length") : std::nullopt;
+  if (!length || !length->is_int() || length->as_int() < 0) {
+    ctx.log_warn("checkpoint state of '" + path_ +
+                 "' has no length (taken before its first write): appending");
+    restored_length_ = -1;
+    return {};
+  }
+  restored_length_ = length->as_int();
+  return {};
+}
 
 void SinkToTextfile::stop(Context ctx) {
   const Status st = close_file(false);

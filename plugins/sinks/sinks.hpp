@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,7 +43,11 @@ class SinkToTextfile final : public sdk::Sink {
       "truncated at start unless `append`. `{task}` in `path` becomes the task index; it is "
       "required when the graph runs several tasks, so that no two tasks share a file. Every "
       "write, flush, fsync and close error fails the node, naming the path and the reason; "
-      "finish flushes and fsyncs the file.";
+      "finish flushes and fsyncs the file. Takes part in checkpoints: each checkpoint flushes "
+      "and fsyncs the file and records its length; a restart from a checkpoint appends to the "
+      "file (at-least-once: lines written after the checkpoint appear again), or with "
+      "`exactly_once` first truncates it to the recorded length (docs/CHECKPOINTING.md).";
+  static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
       sdk::required("path", SL_PARAM_STRING,
                     "The file to write; `{task}` is replaced by the task index."),
@@ -53,6 +58,9 @@ class SinkToTextfile final : public sdk::Sink {
       sdk::param("flush", SL_PARAM_STRING, "\"batch\"",
                  "\"batch\" (hand the data to the OS after each batch) or \"finish\" (only "
                  "when the 64 KiB buffer fills and at finish)."),
+      sdk::param("exactly_once", SL_PARAM_BOOL, "false",
+                 "With [checkpoint]: on restart, cut the file back to its length at the "
+                 "restored checkpoint, so that every element appears exactly once."),
   };
 
   explicit SinkToTextfile(const sl_node_init& init);
@@ -64,19 +72,30 @@ class SinkToTextfile final : public sdk::Sink {
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
   sdk::Status finish(sdk::Context ctx) override;
   void stop(sdk::Context ctx) override;
+  /// Checkpoints: flush and fsync, then record the durable length.
+  sdk::Result<bool> checkpoint_prepare(sdk::Context ctx, uint64_t epoch) override;
+  /// `{ length = <bytes durable at the last prepare>, exactly_once = <bool> }`.
+  sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
+  sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
 
  private:
   sdk::Status write(std::string_view text);
   /// Flushes, optionally fsyncs, and closes the file; the first failure wins.
   sdk::Status close_file(bool sync);
   sdk::Status io_error(int err, const char* what) const;
+  /// At-least-once restart: truncates a last line without its newline (cut by a crash)
+  /// back to the previous newline, never below the restored length.
+  sdk::Status cut_partial_line(int fd);
 
   sdk::Context ctx_;  // for logging from stop() and the destructor
   std::string path_;
   bool json_;
   bool append_;
   bool flush_each_batch_;
+  bool exactly_once_;
   std::FILE* file_ = nullptr;
+  int64_t durable_length_ = -1;             // at the last checkpoint_prepare; -1: none yet
+  std::optional<int64_t> restored_length_;  // from restore(): open without truncating
 };
 
 }  // namespace sluice::sinks

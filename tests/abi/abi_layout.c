@@ -57,9 +57,13 @@ typedef struct const_info {
   { #c, (long long)(c) }
 
 static const struct_info k_structs[] = {
-    STRUCT(sl_value),         STRUCT(sl_str),          STRUCT(sl_message),   STRUCT(sl_batch),
-    STRUCT(sl_param),         STRUCT(sl_host_api),     STRUCT(sl_node_init), STRUCT(sl_node_type),
-    STRUCT(sl_function_init), STRUCT(sl_function_def), STRUCT(sl_plugin),
+    STRUCT(sl_value),         STRUCT(sl_str),
+    STRUCT(sl_message),       STRUCT(sl_batch),
+    STRUCT(sl_param),         STRUCT(sl_host_api),
+    STRUCT(sl_node_init),     STRUCT(sl_node_type),
+    STRUCT(sl_function_init), STRUCT(sl_function_def),
+    STRUCT(sl_plugin),        STRUCT(sl_store_init),
+    STRUCT(sl_epoch_info),    STRUCT(sl_checkpoint_store),
 };
 
 /* Every field, in declaration order. A new field of sluice.h goes here too (the
@@ -130,6 +134,8 @@ static const field_info k_fields[] = {
     FIELD(sl_host_api, set_input_backpressure),
     FIELD(sl_host_api, io_watch),
     FIELD(sl_host_api, io_unwatch),
+    FIELD(sl_host_api, checkpoint_ready),
+    FIELD(sl_host_api, object_set_unique),
 
     FIELD(sl_node_init, struct_size),
     FIELD(sl_node_init, host),
@@ -139,6 +145,8 @@ static const field_info k_fields[] = {
     FIELD(sl_node_init, task_index),
     FIELD(sl_node_init, task_count),
     FIELD(sl_node_init, input_ids),
+    FIELD(sl_node_init, pipeline),
+    FIELD(sl_node_init, checkpointing),
 
     FIELD(sl_node_type, struct_size),
     FIELD(sl_node_type, role),
@@ -161,6 +169,10 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, snapshot),
     FIELD(sl_node_type, restore),
     FIELD(sl_node_type, on_io),
+    FIELD(sl_node_type, checkpoint_prepare),
+    FIELD(sl_node_type, checkpoint_commit),
+    FIELD(sl_node_type, checkpoint_abort),
+    FIELD(sl_node_type, checkpoint_recover),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),
@@ -191,6 +203,30 @@ static const field_info k_fields[] = {
     FIELD(sl_plugin, node_type_count),
     FIELD(sl_plugin, functions),
     FIELD(sl_plugin, function_count),
+    FIELD(sl_plugin, stores),
+    FIELD(sl_plugin, store_count),
+    FIELD(sl_store_init, struct_size),
+    FIELD(sl_store_init, host),
+    FIELD(sl_store_init, ctx),
+    FIELD(sl_store_init, pipeline),
+    FIELD(sl_store_init, config),
+    FIELD(sl_epoch_info, struct_size),
+    FIELD(sl_epoch_info, committed),
+    FIELD(sl_epoch_info, epoch),
+    FIELD(sl_epoch_info, time_ns),
+    FIELD(sl_epoch_info, size),
+    FIELD(sl_checkpoint_store, struct_size),
+    FIELD(sl_checkpoint_store, name),
+    FIELD(sl_checkpoint_store, doc),
+    FIELD(sl_checkpoint_store, params),
+    FIELD(sl_checkpoint_store, param_count),
+    FIELD(sl_checkpoint_store, open),
+    FIELD(sl_checkpoint_store, close),
+    FIELD(sl_checkpoint_store, write),
+    FIELD(sl_checkpoint_store, mark_committed),
+    FIELD(sl_checkpoint_store, read),
+    FIELD(sl_checkpoint_store, list),
+    FIELD(sl_checkpoint_store, remove),
 };
 
 static const const_info k_consts[] = {

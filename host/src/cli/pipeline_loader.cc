@@ -1,5 +1,6 @@
 #include "cli/pipeline_loader.hpp"
 
+#include "checkpoint/store.hpp"
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
 #include "registry/plugin_loader.hpp"
@@ -13,6 +14,11 @@ namespace sluice::host {
 std::unique_ptr<PluginRegistry> load_plugins(const std::vector<std::filesystem::path>& dirs,
                                              bool print_problems) {
   auto registry = std::make_unique<PluginRegistry>();
+  // The built-in checkpoint stores ("fs") first, registered like plugins' stores.
+  if (auto st = checkpoint::register_builtin_stores(*registry); !st.is_ok()) {
+    fmt::print(stderr, "error: {}\n", st.message());
+    return nullptr;
+  }
   PluginLoader loader(*registry, host_api_table());
   auto problems = loader.load_search_path(plugin_search_path(dirs));
   if (print_problems) {

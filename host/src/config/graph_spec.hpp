@@ -79,11 +79,34 @@ struct RuntimeSettings {
   int64_t shutdown_timeout_ms = 10000;  // SIGTERM: how long draining may take
 };
 
+// [admin] settings: the daemon's HTTP endpoint (metrics, graph, live page).
+// Off unless the config has an [admin] table.
+struct AdminSettings {
+  bool enabled = false;
+  std::string address = "127.0.0.1";  // an IP address to bind
+  uint16_t port = 9850;               // 0: any free port (the log line names it)
+  std::string token;                  // non-empty: "Authorization: Bearer TOKEN" required
+};
+
+// [checkpoint] settings (docs/CHECKPOINTING.md). Off unless the config has a
+// [checkpoint] table.
+struct CheckpointSettings {
+  bool enabled = false;
+  std::string store = "fs";               // a registered store's name
+  const StoreInfo* store_info = nullptr;  // set by the validator when enabled
+  int64_t interval_ms = 10000;            // pause between the end of one epoch and the next
+  uint32_t keep = 3;                      // newest epochs kept in the store
+  Value options;                          // the store's own keys, validated, defaults filled
+  SourcePos pos;                          // of the table
+};
+
 struct GraphSpec {
   std::filesystem::path file;
   std::string name;                                // `name` at top level, else the file's stem
   std::vector<std::filesystem::path> plugin_dirs;  // resolved against the file's directory
   RuntimeSettings runtime;
+  AdminSettings admin;
+  CheckpointSettings checkpoint;
   std::vector<NodeSpec> nodes;     // sources, then operators, then sinks; each in file order
   std::vector<size_t> topo_order;  // indices into nodes: every node after its inputs
 

@@ -3,5 +3,6 @@ target_sources(sluice_host_core PRIVATE
   src/config/config_loader.cc
   src/config/validator.cc
   src/config/node_params.cc
+  src/config/checkpoint_settings.cc
   src/config/detail/toml_util.cc
   src/config/detail/suggest.cc)

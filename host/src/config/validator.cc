@@ -5,6 +5,7 @@
 #include "config/detail/suggest.hpp"
 #include "graph/topology.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,9 +38,10 @@ std::string_view article(std::string_view noun) {
   return noun.find_first_of("aeiou") == 0 ? "an" : "a";
 }
 
-const std::vector<std::string> k_top_level_keys{"name",    "plugin_dirs", "runtime",
-                                                "sources", "operators",   "sinks"};
+const std::vector<std::string> k_top_level_keys{"name",       "plugin_dirs", "runtime",   "admin",
+                                                "checkpoint", "sources",     "operators", "sinks"};
 const std::vector<std::string> k_runtime_keys{"batch_size", "tasks", "shutdown_timeout_ms"};
+const std::vector<std::string> k_admin_keys{"address", "port", "token"};
 
 bool valid_node_id(std::string_view id) {
   if (id.empty()) return false;
@@ -120,6 +122,10 @@ void Validator::check_top_level() {
       if (dirs.value) spec_.plugin_dirs = std::move(*dirs.value);
     } else if (key == "runtime") {
       check_runtime(node);
+    } else if (key == "admin") {
+      check_admin(node);
+    } else if (key == "checkpoint") {
+      check_checkpoint(node);
     } else if (key == "sources" || key == "operators" || key == "sinks") {
       if (!node.is_table()) {
         error(pos(node.source()), "", key,
@@ -134,8 +140,8 @@ void Validator::check_top_level() {
 }
 
 std::optional<int64_t> Validator::runtime_int(const toml::node& node, std::string_view key,
-                                              int64_t min, int64_t max) {
-  const std::string full_key = fmt::format("runtime.{}", key);
+                                              int64_t min, int64_t max, std::string_view table) {
+  const std::string full_key = fmt::format("{}.{}", table, key);
   const std::string range = max == std::numeric_limits<int64_t>::max()
                                 ? fmt::format(">= {}", min)
                                 : fmt::format("{}..{}", min, max);
@@ -175,6 +181,51 @@ void Validator::check_runtime(const toml::node& node) {
     } else {
       error(pos(e.key->source()), "", fmt::format("runtime.{}", key),
             unknown_name_message("key", key, k_runtime_keys, "[runtime] keys"));
+    }
+  }
+}
+
+void Validator::check_admin(const toml::node& node) {
+  const auto* table = node.as_table();
+  if (!table) {
+    error(pos(node.source()), "", "admin",
+          fmt::format("expected a table ([admin]), got {}", toml_type_name(node)));
+    return;
+  }
+  spec_.admin.enabled = true;
+  for (const auto& e : entries_in_file_order(*table)) {
+    const std::string key(e.key->str());
+    const std::string full_key = fmt::format("admin.{}", key);
+    const toml::node& v = *e.node;
+    if (key == "address") {
+      boost::system::error_code ec;
+      const auto* s = v.as_string();
+      if (s) boost::asio::ip::make_address(s->get(), ec);
+      if (!s || ec) {
+        error(pos(v.source()), "", full_key,
+              s ? fmt::format("'{}' is not an IP address; use e.g. \"127.0.0.1\" (the default) "
+                              "or \"::1\"; \"0.0.0.0\" listens on every interface",
+                              s->get())
+                : fmt::format("expected string (an IP address), got {}", toml_type_name(v)));
+      } else {
+        spec_.admin.address = s->get();
+      }
+    } else if (key == "port") {
+      if (auto p = runtime_int(v, key, 0, 65535, "admin")) {
+        spec_.admin.port = static_cast<uint16_t>(*p);
+      }
+    } else if (key == "token") {
+      const auto* s = v.as_string();
+      if (!s || s->get().empty()) {
+        error(pos(v.source()), "", full_key,
+              s ? std::string("expected a non-empty string (omit the key for no token)")
+                : fmt::format("expected string (a bearer token), got {}", toml_type_name(v)));
+      } else {
+        spec_.admin.token = s->get();
+      }
+    } else {
+      error(pos(e.key->source()), "", full_key,
+            unknown_name_message("key", key, k_admin_keys, "[admin] keys"));
     }
   }
 }

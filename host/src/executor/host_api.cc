@@ -35,6 +35,10 @@ Task& task_of(sl_context* ctx) { return *ctx->task; }
 
 void api_set_error(sl_context* ctx, const char* msg, size_t len) {
   if (!ctx) return;
+  if (!ctx->task) {  // a checkpoint store's context (checkpoint/store.hpp)
+    if (ctx->store_error) ctx->store_error->assign(msg, len);
+    return;
+  }
   task_of(ctx).node(ctx->node).error.assign(msg, len);
 }
 
@@ -45,7 +49,9 @@ void api_log(sl_context* ctx, int32_t level, const char* msg, size_t len) {
              : level == SL_LOG_WARN  ? spdlog::level::warn
                                      : spdlog::level::err;
   std::string_view text(msg, len);
-  if (ctx) {
+  if (ctx && !ctx->task) {
+    spdlog::log(lvl, "checkpoint store: {}", text);
+  } else if (ctx) {
     spdlog::log(lvl, "node '{}': {}", task_of(ctx).node(ctx->node).id, text);
   } else {
     spdlog::log(lvl, "plugin: {}", text);
@@ -91,7 +97,18 @@ void api_set_backpressure(sl_context* ctx, int32_t full) {
 void api_set_input_backpressure(sl_context* ctx, uint32_t input, int32_t full) {
   task_of(ctx).set_input_backpressure(ctx->node, input, full != 0);
 }
+sl_status api_io_watch(sl_context* ctx, int fd, uint32_t events, uint64_t watch_id) {
+  if (!ctx->task) return SL_FAILED_PRECONDITION;  // a checkpoint store has no event loop
+  return task_of(ctx).io_watch(ctx->node, fd, events, watch_id);
+}
+void api_io_unwatch(sl_context* ctx, uint64_t watch_id) {
+  if (ctx->task) task_of(ctx).io_unwatch(ctx->node, watch_id);
+}
+void api_checkpoint_ready(sl_context* ctx, uint64_t epoch, sl_status status) {
+  task_of(ctx).checkpoint_ready(ctx->node, epoch, status);
+}
 sl_str api_node_id(sl_context* ctx) {
+  if (!ctx->task) return {"checkpoint", 10};
   const std::string& id = task_of(ctx).node(ctx->node).id;
   return {id.data(), id.size()};
 }
@@ -267,6 +284,10 @@ sl_host_api make_table() {
   t.function_release = api_function_release;
   t.node_id = api_node_id;
   t.set_input_backpressure = api_set_input_backpressure;
+  t.io_watch = api_io_watch;
+  t.io_unwatch = api_io_unwatch;
+  t.checkpoint_ready = api_checkpoint_ready;
+  t.object_set_unique = object_set_unique;
   return t;
 }
 

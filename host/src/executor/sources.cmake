@@ -1,4 +1,5 @@
 target_sources(sluice_host_core PRIVATE
   src/executor/task.cc
   src/executor/host_api.cc
+  src/executor/io_watches.cc
   src/executor/internal_nodes.cc)

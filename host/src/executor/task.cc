@@ -45,6 +45,7 @@ Task::Task(const GraphSpec& spec, TaskOptions options)
 }
 
 Task::~Task() {
+  io_watches_.cancel_all();  // release the plugins' descriptors before they close them
   abort_nodes();
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
     NodeRuntime& n = nodes_[*it];
@@ -151,6 +152,8 @@ Status Task::create() {
     init.input_count = n.input_count;
     init.task_index = options_.task_index;
     init.task_count = options_.task_count;
+    init.pipeline = {spec_.name.data(), spec_.name.size()};
+    init.checkpointing = spec_.checkpoint.enabled ? 1 : 0;
     init.input_ids = n.input_ids.empty() ? nullptr : n.input_ids.data();
     void* self = nullptr;
     if (invoke(i, "create", [&] { return n.vt->create(&init, &self); }) != SL_OK) {
@@ -175,7 +178,7 @@ Status Task::start() {
 sl_status Task::emit(size_t from, const sl_message* messages, size_t count) {
   if (failure_) return SL_CANCELLED;
   if (count == 0) return SL_OK;
-  nodes_[from].counters->messages_out.fetch_add(count, std::memory_order_relaxed);
+  NodeCounters::add(nodes_[from].counters->messages_out, count);
   return deliver(from, nodes_[from].consumers, messages, count);
 }
 
@@ -186,12 +189,16 @@ sl_status Task::deliver(size_t from, const std::vector<Consumer>& consumers,
   for (const Consumer& c : consumers) {
     NodeRuntime& dst = nodes_[c.node];
     if (dst.ended) continue;
-    dst.counters->messages_in.fetch_add(count, std::memory_order_relaxed);
+    NodeCounters::add(dst.counters->messages_in, count);
+    const auto t0 = std::chrono::steady_clock::now();
     sl_status status =
         dst.on_error == ErrorPolicy::fail
             ? invoke(c.node, "process",
                      [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); })
             : deliver_with_policy(c, batch);
+    dst.counters->record_latency(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count()));
     if (status != SL_OK) return status;
   }
   return SL_OK;
@@ -297,10 +304,40 @@ void Task::wake(size_t node) {
   });
 }
 
+namespace {
+bool any_full(const NodeRuntime& n) {
+  return n.backpressured ||
+         std::find(n.input_full.begin(), n.input_full.end(), true) != n.input_full.end();
+}
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void Task::note_backpressure(NodeRuntime& n, bool was_full) {
+  bool full = any_full(n);
+  if (full == was_full) return;
+  NodeCounters& c = *n.counters;
+  if (full) {
+    c.backpressure_since_ns.store(steady_now_ns(), std::memory_order_relaxed);
+  } else {
+    int64_t since = c.backpressure_since_ns.exchange(0, std::memory_order_relaxed);
+    if (since > 0) {
+      c.backpressure_ns.fetch_add(
+          static_cast<uint64_t>(std::max<int64_t>(steady_now_ns() - since, 0)),
+          std::memory_order_relaxed);
+    }
+  }
+}
+
 void Task::set_backpressure(size_t node, bool full) {
   NodeRuntime& n = nodes_[node];
   if (n.backpressured == full) return;
+  const bool was_full = any_full(n);
   n.backpressured = full;
+  note_backpressure(n, was_full);
   if (full) {
     ++backpressure_count_;
   } else {
@@ -312,7 +349,9 @@ void Task::set_backpressure(size_t node, bool full) {
 void Task::set_input_backpressure(size_t node, uint32_t input, bool full) {
   NodeRuntime& n = nodes_[node];
   if (input >= n.input_full.size() || n.input_full[input] == full) return;
+  const bool was_full = any_full(n);
   n.input_full[input] = full;
+  note_backpressure(n, was_full);
   for (size_t source : input_only_sources(node)[input]) {
     if (full) {
       ++nodes_[source].paused;
@@ -402,8 +441,15 @@ void Task::poll_round() {
 void Task::end_node(size_t index) {
   NodeRuntime& n = nodes_[index];
   if (n.ended) return;
+  // A source ends (exhausted, or the task drains): it may still emit what it holds
+  // (sluice.h: finish). Operators and sinks get finish from their last input's end below.
+  if (n.role == SL_ROLE_SOURCE && n.created && n.vt->finish &&
+      invoke(index, "finish", [&] { return n.vt->finish(n.self, &n.ctx); }) != SL_OK) {
+    return;
+  }
   n.ended = true;
   timers_.cancel_node(index);
+  io_watches_.cancel_node(index);
   // Both outputs end with the node: its readers and its dead-letter readers.
   for (const auto* consumers : {&n.consumers, &n.dead_letter_consumers}) {
     for (const Consumer& c : *consumers) {
@@ -477,6 +523,12 @@ void Task::fire_due_timers(int64_t now) {
     if (!due) break;
     NodeRuntime& n = nodes_[due->node];
     if (n.ended) continue;
+    if (epoch_ && n.role != SL_ROLE_SINK) {
+      // A checkpoint is preparing: nothing may reach the sinks until the
+      // snapshot (checkpoint/task_epoch.cc re-arms these afterwards).
+      epoch_->held_timers.emplace_back(due->node, due->timer_id);
+      continue;
+    }
     if (n.vt->on_timer) {
       invoke(due->node, "on_timer", [&] { return n.vt->on_timer(n.self, &n.ctx, due->timer_id); });
       if (failure_ || n.ended) continue;
@@ -524,6 +576,24 @@ void Task::request_stop() {
     }
     on_state_change();
   });
+}
+
+void Task::set_source_paused(size_t node, bool paused) {
+  boost::asio::post(io_, [this, node, paused] {
+    if (node >= nodes_.size() || nodes_[node].role != SL_ROLE_SOURCE) return;
+    NodeRuntime& n = nodes_[node];
+    if (n.operator_paused == paused) return;
+    n.operator_paused = paused;
+    spdlog::info("task {}: source '{}' {}", options_.task_index, n.id,
+                 paused ? "paused by the operator" : "resumed by the operator");
+    if (!paused) schedule_poll();
+  });
+}
+
+bool Task::post_host(std::function<void()> fn) {
+  if (!accepting_posts_) return false;
+  boost::asio::post(io_, std::move(fn));
+  return true;
 }
 
 void Task::abort_nodes() {
@@ -594,6 +664,31 @@ Status Task::end_sources() {
     if (failure_) return *failure_;
   }
   return run_until_idle();
+}
+
+sl_status Task::io_watch(size_t node, int fd, uint32_t events, uint64_t watch_id) {
+  NodeRuntime& n = nodes_[node];
+  if (failure_) return SL_CANCELLED;
+  if (n.ended) return SL_FAILED_PRECONDITION;
+  if (!n.vt->on_io) {
+    n.error = "io_watch: the node type has no on_io callback";
+    return SL_FAILED_PRECONDITION;
+  }
+  return io_watches_.watch(node, fd, events, watch_id, &n.error);
+}
+
+void Task::io_unwatch(size_t node, uint64_t watch_id) { io_watches_.unwatch(node, watch_id); }
+
+void Task::on_io_ready(size_t node, uint64_t watch_id, uint32_t ready) {
+  NodeRuntime& n = nodes_[node];
+  if (failure_ || n.ended) return;
+  invoke(node, "on_io", [&] { return n.vt->on_io(n.self, &n.ctx, watch_id, ready); });
+  if (failure_ || n.ended) return;
+  // As after a timer: an idle source is polled again after its on_io.
+  if (n.role == SL_ROLE_SOURCE && n.source_state == SL_SOURCE_IDLE && !n.injected) {
+    n.source_state = SL_SOURCE_MORE;
+    schedule_poll();
+  }
 }
 
 lua::LuaRuntime& Task::lua() {

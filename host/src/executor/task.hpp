@@ -12,6 +12,7 @@
 #include "common/result.hpp"
 #include "config/graph_spec.hpp"
 #include "executor/clock.hpp"
+#include "executor/io_watches.hpp"
 #include "executor/timer_queue.hpp"
 #include "value/value.hpp"
 
@@ -21,7 +22,9 @@
 
 #include <sluice/sluice.h>
 
+#include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +41,9 @@ class LuaRuntime;  // lua/lua_runtime.hpp
 struct sl_context {
   sluice::host::Task* task;
   size_t node;
+  // A checkpoint store's context has no task; set_error writes here instead
+  // (checkpoint/store.hpp).
+  std::string* store_error = nullptr;
 };
 
 namespace sluice::host {
@@ -54,6 +60,30 @@ struct NodeCounters {
   std::atomic<uint64_t> errors{0};        // failures, including those on_error handled
   std::atomic<uint64_t> skipped{0};       // messages dropped by on_error = "skip"
   std::atomic<uint64_t> dead_letters{0};  // messages routed by on_error = "dead_letter"
+  // Batch latency: wall time of each process() call (or, with an error policy, of
+  // the per-message calls for one batch), which includes the synchronous delivery
+  // downstream. A histogram with upper bounds k_latency_bounds_ns (cumulated when
+  // rendered); the last bucket is +Inf.
+  static constexpr std::array<uint64_t, 8> k_latency_bounds_ns{
+      1'000, 10'000, 100'000, 1'000'000, 10'000'000, 100'000'000, 1'000'000'000, 10'000'000'000};
+  std::array<std::atomic<uint64_t>, k_latency_bounds_ns.size() + 1> latency_buckets{};
+  std::atomic<uint64_t> latency_sum_ns{0};
+  // Back-pressure this node signalled (set_backpressure or any input full):
+  // finished intervals, plus the start of the current one (0 = not now).
+  std::atomic<uint64_t> backpressure_ns{0};
+  std::atomic<int64_t> backpressure_since_ns{0};
+
+  void record_latency(uint64_t ns) {
+    size_t b = 0;
+    while (b < k_latency_bounds_ns.size() && ns > k_latency_bounds_ns[b]) ++b;
+    add(latency_buckets[b], 1);
+    add(latency_sum_ns, ns);
+  }
+  // The task thread is the only writer, so a plain load and store is enough (readers see
+  // whole values); a fetch_add would cost a locked instruction on every delivery.
+  static void add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 };
 
 struct NodeRuntime {
@@ -74,7 +104,8 @@ struct NodeRuntime {
   // each input the sources that feed only it (computed on first use).
   std::vector<bool> input_full;
   std::optional<std::vector<std::vector<size_t>>> input_only_sources;
-  uint32_t paused = 0;  // sources: how many full inputs downstream pause this one
+  uint32_t paused = 0;           // sources: how many full inputs downstream pause this one
+  bool operator_paused = false;  // sources: paused from the admin endpoint (not polled)
   int32_t source_state = SL_SOURCE_MORE;
   bool created = false;
   bool ended = false;
@@ -118,6 +149,12 @@ class Task {
   Status run();
   // Thread-safe: end the sources and drain (finish every node, flush sinks).
   void request_stop();
+  // Thread-safe: an operator's pause of source `node` (it is not polled until
+  // resumed; it still ends on stop). Ignored for other nodes.
+  void set_source_paused(size_t node, bool paused);
+  // Thread-safe: runs `fn` on the task thread between callbacks (the daemon's
+  // liveness ping). False when the task no longer runs posted work.
+  bool post_host(std::function<void()> fn);
 
   // -- test mode (virtual clock), on the caller's thread --------------------
   Status inject(std::string_view source_id, const Value& value);
@@ -139,6 +176,25 @@ class Task {
   // After create() and before start(): hands each node its saved state.
   Status restore_states(const std::vector<std::pair<std::string, Value>>& states);
 
+  // -- the checkpoint epoch protocol (checkpoint/task_epoch.cc) ---------------
+  using NodeStates = std::vector<std::pair<std::string, Value>>;
+  using EpochDone = std::function<void(uint64_t epoch, Result<NodeStates> states)>;
+  // Thread-safe: starts `epoch` between two polls: sources pause, sinks are
+  // asked to prepare; once all answered, `done` runs on the task thread with
+  // the snapshot. Not run at all when the task has stopped.
+  void begin_checkpoint(uint64_t epoch, bool final, EpochDone done);
+  // Thread-safe: the epoch was stored (commit: sinks, then the others) or not
+  // (abort); `done` then runs on the task thread (not when the task failed).
+  // Sources resume; after a final epoch the nodes are stopped (not finished)
+  // and run() returns.
+  void end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done = {});
+  // sl_host_api.checkpoint_ready (task thread).
+  void checkpoint_ready(size_t node, uint64_t epoch, sl_status status);
+  // After create(), before restore_states(): asks nodes with
+  // checkpoint_recover whether their commit of `epoch` happened. False when
+  // one says it did not.
+  Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states);
+
   [[nodiscard]] bool complete() const;
   [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
   [[nodiscard]] const std::vector<NodeRuntime>& nodes() const { return nodes_; }
@@ -154,6 +210,9 @@ class Task {
   void wake(size_t node);                                 // thread-safe
   void set_backpressure(size_t node, bool full);
   void set_input_backpressure(size_t node, uint32_t input, bool full);
+  // io_watch / io_unwatch (executor/io_watches.hpp); on_io runs through invoke().
+  sl_status io_watch(size_t node, int fd, uint32_t events, uint64_t watch_id);
+  void io_unwatch(size_t node, uint64_t watch_id);
   const TaskOptions& options() const { return options_; }
   // The sandboxed Lua state of this task's Lua functions, made on first use.
   lua::LuaRuntime& lua();
@@ -174,9 +233,11 @@ class Task {
   sl_status handle_failed_message(size_t node, const sl_message& message, sl_status status);
   const std::vector<std::vector<size_t>>& input_only_sources(size_t node);
   [[nodiscard]] bool pollable(const NodeRuntime& n) const {
-    return !n.ended && n.source_state == SL_SOURCE_MORE && n.paused == 0;
+    return !n.ended && n.source_state == SL_SOURCE_MORE && n.paused == 0 && !n.operator_paused &&
+           !epoch_;
   }
   void fail(size_t node, const char* what, sl_status status);
+  void note_backpressure(NodeRuntime& n, bool was_full);  // metrics: after a change
   void schedule_poll();
   void poll_round();
   void end_node(size_t node);
@@ -184,6 +245,7 @@ class Task {
   void rearm_wakeup();
   void on_state_change();
   void abort_nodes();
+  void on_io_ready(size_t node, uint64_t watch_id, uint32_t ready);
 
   const GraphSpec& spec_;
   TaskOptions options_;
@@ -194,6 +256,8 @@ class Task {
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   boost::asio::steady_timer wakeup_;
   TimerQueue timers_;
+  IoWatches io_watches_{
+      io_, [this](size_t node, uint64_t id, uint32_t ready) { on_io_ready(node, id, ready); }};
   std::optional<Status> failure_;
   std::atomic<bool> accepting_posts_{true};
   bool poll_scheduled_ = false;
@@ -203,6 +267,22 @@ class Task {
   size_t next_source_ = 0;  // round-robin start
   // See lua(). Destroyed after ~Task's body, where the nodes release their functions.
   std::unique_ptr<lua::LuaRuntime> lua_;
+
+  // The running checkpoint epoch (checkpoint/task_epoch.cc); sources are not
+  // polled and timers of non-sink nodes are held while it is set.
+  struct Epoch {
+    uint64_t epoch = 0;
+    bool final = false;
+    bool snapshotted = false;      // done() ran: waiting for end_checkpoint
+    bool in_prepare_loop = false;  // answers inside prepare do not snapshot yet
+    size_t waiting = 0;            // sinks that have not answered
+    std::vector<bool> asked;       // by node: prepare called, answer pending
+    std::vector<std::pair<size_t, uint64_t>> held_timers;  // (node, timer id)
+    EpochDone done;
+  };
+  std::optional<Epoch> epoch_;
+  void maybe_snapshot();
+  void stop_after_final_checkpoint();
 };
 
 }  // namespace sluice::host

@@ -108,6 +108,7 @@ const ParamInfo* NodeTypeInfo::find_param(std::string_view key) const {
 const ParamInfo* FunctionInfo::find_param(std::string_view key) const {
   return find_in(params, key);
 }
+const ParamInfo* StoreInfo::find_param(std::string_view key) const { return find_in(params, key); }
 
 std::string_view role_name(int32_t role) {
   switch (role) {
@@ -282,6 +283,54 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
     fns.push_back(std::move(info));
   }
 
+  // ABI 1.1: checkpoint stores, read only when the descriptor is large enough.
+  std::vector<std::unique_ptr<StoreInfo>> stores;
+  if (descriptor->struct_size >= offsetof(sl_plugin, store_count) + sizeof(uint32_t)) {
+    std::set<std::string, std::less<>> store_names_here;
+    for (uint32_t i = 0; i < d.store_count; ++i) {
+      const sl_checkpoint_store* raw = d.stores ? d.stores[i] : nullptr;
+      if (!raw) return Status(SL_INVALID_ARGUMENT, fmt::format("{}: store #{} is NULL", where, i));
+      sl_checkpoint_store st = copy_prefix(raw);
+      if (!valid_name(st.name)) {
+        return Status(SL_INVALID_ARGUMENT,
+                      fmt::format("{}: store #{} has no valid name", where, i));
+      }
+      std::string owner = fmt::format("{}: checkpoint store '{}'", where, st.name);
+      if (!st.open || !st.close || !st.write || !st.mark_committed || !st.read || !st.list ||
+          !st.remove) {
+        return Status(SL_INVALID_ARGUMENT,
+                      fmt::format("{} lacks one of open, close, write, mark_committed, read, "
+                                  "list, remove",
+                                  owner));
+      }
+      if (!store_names_here.insert(st.name).second || find_store(st.name)) {
+        const StoreInfo* other = find_store(st.name);
+        return Status(
+            SL_ALREADY_EXISTS,
+            other ? fmt::format("{}: checkpoint store '{}' is already provided by "
+                                "plugin '{}' ({})",
+                                where, st.name, other->plugin->name, other->plugin->file.string())
+                  : fmt::format("{} is declared twice in the plugin", owner));
+      }
+      SLUICE_ASSIGN_OR_RETURN(auto params, read_params(st.params, st.param_count, owner));
+      auto info = std::make_unique<StoreInfo>();
+      info->name = st.name;
+      info->doc = str_or_empty(st.doc);
+      info->params = std::move(params);
+      info->vtable = st;
+      info->vtable.name = nullptr;
+      info->vtable.doc = nullptr;
+      info->vtable.params = nullptr;
+      info->plugin = plugin.get();
+      stores.push_back(std::move(info));
+    }
+  }
+
+  for (auto& st : stores) {
+    plugin->stores.push_back(st.get());
+    stores_by_name_.emplace(st->name, st.get());
+    stores_.push_back(std::move(st));
+  }
   for (auto& t : types) {
     plugin->node_types.push_back(t.get());
     node_types_by_name_.emplace(t->name, t.get());
@@ -311,6 +360,17 @@ std::vector<std::string> PluginRegistry::node_type_names(int32_t role) const {
   for (const auto& [name, info] : node_types_by_name_) {
     if (info->role == role) out.push_back(name);
   }
+  return out;
+}
+
+const StoreInfo* PluginRegistry::find_store(std::string_view name) const {
+  auto it = stores_by_name_.find(name);
+  return it == stores_by_name_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> PluginRegistry::store_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, info] : stores_by_name_) out.push_back(name);
   return out;
 }
 

@@ -56,6 +56,17 @@ struct FunctionInfo {
   [[nodiscard]] const ParamInfo* find_param(std::string_view key) const;
 };
 
+// A checkpoint store type (sl_plugin.stores, ABI 1.1; "fs" is built into the host).
+struct StoreInfo {
+  std::string name;
+  std::string doc;
+  std::vector<ParamInfo> params;
+  sl_checkpoint_store vtable{};  // full-size copy
+  const PluginInfo* plugin = nullptr;
+
+  [[nodiscard]] const ParamInfo* find_param(std::string_view key) const;
+};
+
 struct PluginInfo {
   std::string name;
   std::string version;
@@ -66,6 +77,7 @@ struct PluginInfo {
   std::shared_ptr<void> library;  // keeps the shared object mapped
   std::vector<const NodeTypeInfo*> node_types;
   std::vector<const FunctionInfo*> functions;
+  std::vector<const StoreInfo*> stores;
 };
 
 // Human name of a role / param type / function kind, as used in messages and docs.
@@ -88,6 +100,8 @@ class PluginRegistry {
 
   [[nodiscard]] const NodeTypeInfo* find_node_type(std::string_view name) const;
   [[nodiscard]] const FunctionInfo* find_function(std::string_view name) const;
+  [[nodiscard]] const StoreInfo* find_store(std::string_view name) const;
+  [[nodiscard]] std::vector<std::string> store_names() const;
   [[nodiscard]] const std::vector<std::unique_ptr<PluginInfo>>& plugins() const { return plugins_; }
   // Sorted names, for "valid types are: ..." messages.
   [[nodiscard]] std::vector<std::string> node_type_names(int32_t role) const;
@@ -99,6 +113,8 @@ class PluginRegistry {
   std::vector<std::unique_ptr<FunctionInfo>> functions_;
   std::map<std::string, const NodeTypeInfo*, std::less<>> node_types_by_name_;
   std::map<std::string, const FunctionInfo*, std::less<>> functions_by_name_;
+  std::vector<std::unique_ptr<StoreInfo>> stores_;
+  std::map<std::string, const StoreInfo*, std::less<>> stores_by_name_;
 };
 
 }  // namespace sluice::host

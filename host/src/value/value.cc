@@ -247,6 +247,21 @@ int32_t object_get(sl_value v, const char* key, size_t key_size, sl_value* out) 
   return 1;
 }
 
+int32_t object_set_unique(sl_value obj, size_t index, sl_value value) noexcept {
+  // refs == 1 means the caller's is the only reference: no other thread can hold
+  // one (it could only get it from a holder), so the change is invisible to all
+  // others. Acquire pairs with the release of references dropped elsewhere.
+  if (obj.kind != SL_KIND_OBJECT || index >= obj.as.block->size ||
+      obj.as.block->refs.load(std::memory_order_acquire) != 1) {
+    return 0;
+  }
+  sl_value* slot = &object_view(obj.as.block).values[index];
+  const sl_value old = *slot;
+  *slot = value;
+  value_release(old);
+  return 1;
+}
+
 int32_t value_compare(sl_value a, sl_value b) noexcept {
   int ra = rank(a.kind), rb = rank(b.kind);
   if (ra != rb) return ra < rb ? -1 : 1;

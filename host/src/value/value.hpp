@@ -28,6 +28,9 @@ size_t value_size(sl_value v) noexcept;
 sl_value value_at(sl_value v, size_t index) noexcept;
 sl_str object_key_at(sl_value v, size_t index) noexcept;
 int32_t object_get(sl_value v, const char* key, size_t key_size, sl_value* out) noexcept;
+// In-place update of entry `index` of an object only the caller references
+// (sl_host_api.object_set_unique): 1 = done, `value` taken; 0 = nothing changed.
+int32_t object_set_unique(sl_value obj, size_t index, sl_value value) noexcept;
 int32_t value_compare(sl_value a, sl_value b) noexcept;
 uint64_t value_hash(sl_value v) noexcept;
 

@@ -445,6 +445,31 @@ typedef struct sl_host_api {
   sl_status (*io_watch)(sl_context* ctx, int fd, uint32_t events, uint64_t watch_id);
   /** Stop waiting for watch `watch_id` (no-op when not armed). */
   void (*io_unwatch)(sl_context* ctx, uint64_t watch_id);
+
+  /* -- checkpoints (ABI 1.1; docs/CHECKPOINTING.md) ------------------------ */
+
+  /** A sink answers sl_node_type.checkpoint_prepare(epoch): `status` SL_OK
+   *  says everything the sink received before that prepare call is durable
+   *  (fsynced, acknowledged by the broker, in the open transaction); any
+   *  other status says it cannot be (set_error first: the host fails the task
+   *  with that message and the epoch is not stored). Call it exactly once per
+   *  prepare, either inside checkpoint_prepare or later (e.g. from a delivery
+   *  report handed to the task with post). Task thread only; a call for an
+   *  epoch that is not being prepared is ignored with a warning. */
+  void (*checkpoint_ready)(sl_context* ctx, uint64_t epoch, sl_status status);
+
+  /* -- values: copy-on-write fast path (ABI 1.1) --------------------------- */
+
+  /** Set the value of entry `index` (insertion order, as object_key_at) of
+   *  object `obj` IN PLACE, when the caller holds the only reference to `obj`
+   *  (so nobody can observe the change: values stay immutable to everyone
+   *  else). Returns 1 when done: it took ownership of `value` and released the
+   *  entry's old value. Returns 0 and changes nothing (the caller still owns
+   *  `value`) when `obj` is shared, not an object, or `index` is out of range:
+   *  build a new object instead. For reducers whose state is a large object
+   *  (count_by), this turns an O(keys) copy per element into an O(1) update.
+   *  Executor thread of the reference's holder. */
+  int32_t (*object_set_unique)(sl_value obj, size_t index, sl_value value);
 } sl_host_api;
 
 /** io_watch events. */
@@ -480,6 +505,15 @@ typedef struct sl_node_init {
   const sl_str* input_ids; /**< input_count ids of the inputs, in config order (e.g.
                                 "clicks", or "parse.dead_letter" for an error
                                 output). Borrowed; valid until destroy. */
+  /* ABI 1.1, checkpoints (check struct_size before reading; appended for the
+   * Kafka plugin, which must know from the start whether it may commit
+   * offsets on its own and needs a stable transactional.id): */
+  sl_str pipeline;        /**< The pipeline's name (config `name`). Borrowed; valid
+                               until destroy. A host that fills these two fields
+                               sets pipeline.data non-NULL (NULL: it does not say). */
+  uint32_t checkpointing; /**< 1 when the pipeline has a [checkpoint] table: nodes
+                               then make progress visible (offset commits,
+                               transactions) only in checkpoint_commit. */
 } sl_node_init;
 
 /** A node type: a source, operator or sink. Each callback receives the state
@@ -536,7 +570,109 @@ typedef struct sl_node_type {
   /* ABI 1.1 */
   /** Optional. A descriptor armed with io_watch is ready (`ready`: SL_IO_*). */
   sl_status (*on_io)(void* self, sl_context* ctx, uint64_t watch_id, uint32_t ready);
+
+  /* ABI 1.1: checkpoints (the epoch protocol of docs/CHECKPOINTING.md). An epoch
+   * runs on each task between two source polls: sources are paused, every
+   * live sink is asked to prepare, the host waits for all their answers
+   * (timers of non-sink nodes are held meanwhile; posts, io and sinks' timers
+   * keep running), snapshots every stateful node, stores the checkpoint, then
+   * calls checkpoint_commit on sinks and then on sources, and resumes polling. */
+
+  /** Optional (sinks). Make everything received before this call durable for
+   *  `epoch`, then answer with sl_host_api.checkpoint_ready(ctx, epoch, status)
+   *  — inside this call or later on the task thread. Returning non-OK (after
+   *  set_error) is the same as answering with that status. A sink without
+   *  this callback is assumed durable as soon as its process returned (it
+   *  writes synchronously): the host answers for it. Nothing is delivered to
+   *  the sink between this call and the end of the epoch. */
+  sl_status (*checkpoint_prepare)(void* self, sl_context* ctx, uint64_t epoch);
+  /** Optional (sinks and sources). Checkpoint `epoch` is stored: make it
+   *  visible (commit the transaction, commit consumer offsets to the
+   *  positions of the last snapshot). Covers every epoch prepared before it
+   *  that was aborted. Called on sinks first, then on sources. A failure
+   *  fails the task (the stored checkpoint stays valid for the restart). */
+  sl_status (*checkpoint_commit)(void* self, sl_context* ctx, uint64_t epoch);
+  /** Optional (sinks and sources). Epoch `epoch` will not be stored (another
+   *  node or task failed, or the store write failed); the pipeline goes on.
+   *  What was prepared for it must be covered by the next checkpoint_commit
+   *  (keep the transaction open); a node that cannot do that returns non-OK,
+   *  which fails the task (the restart then goes back to the last stored
+   *  checkpoint). Not called for epochs that failed because the task fails. */
+  sl_status (*checkpoint_abort)(void* self, sl_context* ctx, uint64_t epoch);
+  /** Optional (nodes whose commit can be lost in a crash, e.g. Kafka
+   *  transactions). On restart, when the newest stored checkpoint was never
+   *  confirmed committed (the process died between the store write and the end
+   *  of the commits), the host calls this after create and before restore with
+   *  that checkpoint's `epoch` and this node's `state` from it (borrowed). Set
+   *  *out_committed to 1 when this node's commit of `epoch` happened (e.g. the
+   *  group's committed offsets equal the positions in `state`), 0 when it did
+   *  not: then the host uses the previous checkpoint for every node. Nodes
+   *  without this callback count as committed. */
+  sl_status (*checkpoint_recover)(void* self, sl_context* ctx, uint64_t epoch, sl_value state,
+                                  int32_t* out_committed);
 } sl_node_type;
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoint stores (ABI 1.1)                                              */
+/* ------------------------------------------------------------------------ */
+
+/** What the host hands to sl_checkpoint_store.open. Borrowed for the call. */
+typedef struct sl_store_init {
+  uint32_t struct_size;    /**< sizeof(sl_store_init) in the host. */
+  const sl_host_api* host; /**< The host table. */
+  sl_context* ctx;         /**< For set_error and log; valid until close returns. Its
+                                node_id is "checkpoint". No emit, timers or posts. */
+  sl_str pipeline;         /**< The pipeline's name (config `name`). Borrowed. */
+  sl_value config;         /**< Object of the store's declared params from the
+                                [checkpoint] table, defaults filled in. Borrowed. */
+} sl_store_init;
+
+/** One stored epoch, as listed by sl_checkpoint_store.list. */
+typedef struct sl_epoch_info {
+  uint32_t struct_size; /**< sizeof(sl_epoch_info) in the store. */
+  uint32_t committed;   /**< 1 after mark_committed(epoch), else 0. */
+  uint64_t epoch;
+  int64_t time_ns; /**< When it was written (ns since the Unix epoch), 0 if unknown. */
+  uint64_t size;   /**< Bytes as written. */
+} sl_epoch_info;
+
+/** Called by sl_checkpoint_store.list once per epoch. Borrows `info`. */
+typedef void (*sl_epoch_list_fn)(void* arg, const sl_epoch_info* info);
+
+/** A checkpoint store: where the host keeps its checkpoint files. The store
+ *  keeps opaque byte strings by epoch number (the host frames them with a
+ *  checksum and checks it on read, so a store need not). Every callback runs
+ *  on the host's control thread, one at a time; a failing one returns
+ *  non-OK after host->set_error(ctx, ...). The filesystem store "fs" is built
+ *  into the host and registered the same way as plugin stores. */
+typedef struct sl_checkpoint_store {
+  uint32_t struct_size;   /**< sizeof(sl_checkpoint_store) the plugin was built with. */
+  const char* name;       /**< `[checkpoint] store = "<name>"`. Unique across plugins. */
+  const char* doc;        /**< One paragraph. */
+  const sl_param* params; /**< Store options, keys of the [checkpoint] table. */
+  uint32_t param_count;
+
+  /** Required. Open (create if needed) the store of this pipeline. */
+  sl_status (*open)(const sl_store_init* init, void** out_self);
+  /** Required. Close; `self` is not used again. */
+  void (*close)(void* self);
+  /** Required. Store `size` bytes (borrowed) as `epoch`, atomically and
+   *  durably: once it returns SL_OK the epoch survives a crash; on failure
+   *  nothing of it is visible and earlier epochs are untouched. An existing
+   *  epoch with that number is replaced. */
+  sl_status (*write)(void* self, uint64_t epoch, const void* data, size_t size);
+  /** Required. Record durably that the commits of `epoch` finished (see
+   *  sl_node_type.checkpoint_recover); list reports it as committed. */
+  sl_status (*mark_committed)(void* self, uint64_t epoch);
+  /** Required. The bytes of `epoch` into *out_bytes (owned: release with
+   *  value_release; a bytes value). SL_NOT_FOUND when there is no such epoch. */
+  sl_status (*read)(void* self, uint64_t epoch, sl_value* out_bytes);
+  /** Required. Calls fn(arg, info) for every stored epoch, in any order. */
+  sl_status (*list)(void* self, sl_epoch_list_fn fn, void* arg);
+  /** Required. Delete `epoch` (retention: the host keeps the newest `keep`).
+   *  Removing an absent epoch is OK. */
+  sl_status (*remove)(void* self, uint64_t epoch);
+} sl_checkpoint_store;
 
 /* ------------------------------------------------------------------------ */
 /* Named functions                                                          */
@@ -595,6 +731,9 @@ typedef struct sl_plugin {
   uint32_t node_type_count;
   const sl_function_def* const* functions;
   uint32_t function_count;
+  /* ABI 1.1 (the host reads these only when struct_size covers them): */
+  const sl_checkpoint_store* const* stores; /**< Checkpoint stores (see sl_checkpoint_store). */
+  uint32_t store_count;
 } sl_plugin;
 
 /** The entry point: `SL_EXPORT const sl_plugin* sluice_plugin_v1(const

@@ -24,6 +24,22 @@ struct BadCase {
 void PrintTo(const BadCase& c, std::ostream* os) { *os << c.file; }
 
 const BadCase k_cases[] = {
+    {"admin_errors.toml",
+     {
+         "bad/admin_errors.toml:2:11: error: key 'admin.address': 'localhost' is not an IP "
+         "address; use e.g. \"127.0.0.1\" (the default) or \"::1\"; \"0.0.0.0\" listens on every "
+         "interface",
+         "bad/admin_errors.toml:3:8: error: key 'admin.port': 70000 is out of range; valid values "
+         "are 0..65535",
+         "bad/admin_errors.toml:4:9: error: key 'admin.token': expected a non-empty string (omit "
+         "the key for no token)",
+         "bad/admin_errors.toml:5:1: error: key 'admin.bind': unknown key 'bind'; valid [admin] "
+         "keys are: address, port, token",
+     }},
+    {"admin_not_table.toml",
+     {
+         "bad/admin_not_table.toml:1:9: error: key 'admin': expected a table ([admin]), got int",
+     }},
     {"args_function_unset.toml",
      {
          "bad/args_function_unset.toml:8:1: error: node 'f': key 'args': function arguments are "
@@ -309,7 +325,7 @@ const BadCase k_cases[] = {
      {
          "bad/top_level_typo.toml:1:1: error: key 'plugin_dir': unknown top-level key "
          "'plugin_dir'; did you mean 'plugin_dirs'? valid top-level keys are: name, plugin_dirs, "
-         "runtime, sources, operators, sinks",
+         "runtime, admin, checkpoint, sources, operators, sinks",
          "bad/top_level_typo.toml:3:1: warning: node 'lines': output is not read by any node; add "
          "'lines' to the inputs of an operator or sink, or remove it",
      }},
@@ -350,9 +366,9 @@ const BadCase k_cases[] = {
      }},
     {"unknown_top_level.toml",
      {
-         "bad/unknown_top_level.toml:3:2: error: key 'checkpoint': unknown top-level key "
-         "'checkpoint'; valid top-level keys are: name, plugin_dirs, runtime, sources, operators, "
-         "sinks",
+         "bad/unknown_top_level.toml:3:2: error: key 'checkpointing': unknown top-level key "
+         "'checkpointing'; did you mean 'checkpoint'? valid top-level keys are: name, "
+         "plugin_dirs, runtime, admin, checkpoint, sources, operators, sinks",
          "bad/unknown_top_level.toml:6:1: warning: node 'lines': output is not read by any node; "
          "add 'lines' to the inputs of an operator or sink, or remove it",
      }},

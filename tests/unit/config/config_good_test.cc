@@ -170,6 +170,35 @@ inputs = ["s"]
   EXPECT_EQ(g.runtime.shutdown_timeout_ms, 10000);
 }
 
+TEST_F(GoodConfig, AdminSettings) {
+  const char* graph = R"(
+[sources.s]
+type = "from_iterable"
+values = []
+[sinks.k]
+type = "print"
+inputs = ["s"]
+)";
+  auto off = validate_text(graph);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off.value->admin.enabled);  // no [admin]: no endpoint
+
+  auto defaults = validate_text(std::string("[admin]\n") + graph);
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults.value->admin.enabled);
+  EXPECT_EQ(defaults.value->admin.address, "127.0.0.1");
+  EXPECT_EQ(defaults.value->admin.port, 9850);
+  EXPECT_EQ(defaults.value->admin.token, "");
+
+  auto given =
+      validate_text(std::string("[admin]\naddress = \"::1\"\nport = 0\ntoken = \"abc\"\n") + graph);
+  ASSERT_TRUE(given.ok());
+  EXPECT_TRUE(given.diagnostics.empty());
+  EXPECT_EQ(given.value->admin.address, "::1");
+  EXPECT_EQ(given.value->admin.port, 0);
+  EXPECT_EQ(given.value->admin.token, "abc");
+}
+
 TEST_F(GoodConfig, InlineNodeTablesAndDottedKeys) {
   auto result = validate_text(R"(
 sources.s = { type = "from_iterable", values = [1] }

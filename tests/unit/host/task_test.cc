@@ -158,6 +158,18 @@ sl_status gate_on_timer(void*, sl_context* ctx, uint64_t) {
   return SL_OK;
 }
 
+// held: a source that emits 1, then is exhausted; its finish emits the 99 it held back.
+sl_status held_poll(void*, sl_context* ctx, uint32_t, int32_t* state) {
+  sl_value v = sl_int(1);
+  *state = SL_SOURCE_DONE;
+  return host()->emit_values(ctx, &v, 1);
+}
+sl_status held_finish(void*, sl_context* ctx) {
+  g_log.emplace_back("held:finish");
+  sl_value v = sl_int(99);
+  return host()->emit_values(ctx, &v, 1);
+}
+
 const sl_param k_numbers_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
 
@@ -220,6 +232,12 @@ class TaskTest : public ::testing::Test {
       t.on_timer = choke_on_timer;
       return t;
     }();
+    static sl_node_type held = [] {
+      sl_node_type t = node(SL_ROLE_SOURCE, "held");
+      t.poll = held_poll;
+      t.finish = held_finish;
+      return t;
+    }();
     static sl_node_type picky = [] {
       sl_node_type t = node(SL_ROLE_OPERATOR, "picky");
       t.process = picky_process;
@@ -238,8 +256,9 @@ class TaskTest : public ::testing::Test {
       t.on_timer = gate_on_timer;
       return t;
     }();
-    static const sl_node_type* types[] = {&numbers, &record, &record_sink,  &failing, &throwing,
-                                          &ticker,  &choke,  &headers_sink, &picky,   &gate};
+    static const sl_node_type* types[] = {&numbers,  &record, &record_sink, &failing,
+                                          &throwing, &ticker, &choke,       &headers_sink,
+                                          &picky,    &gate,   &held};
     static sl_plugin plugin = [] {
       sl_plugin p{};
       p.struct_size = sizeof p;
@@ -489,6 +508,22 @@ inputs = ["a", "b"]
   std::vector<std::string> want{"in0:0", "close0", "in1:0", "in1:1",
                                 "in1:2", "open0",  "in0:1", "in0:2"};
   EXPECT_EQ(events, want);
+}
+
+TEST_F(TaskTest, AnEndingSourceGetsFinishAndWhatItEmitsArrives) {
+  GraphSpec spec = load(R"(
+[sources.src]
+type = "held"
+[sinks.out]
+type = "record_sink"
+inputs = ["src"]
+)");
+  Task task(spec, TaskOptions{16, 0, 1, &real_clock_});
+  ASSERT_TRUE(task.create().is_ok());
+  ASSERT_TRUE(task.start().is_ok());
+  ASSERT_TRUE(task.run().is_ok());
+  std::vector<std::string> want{"out:1", "held:finish", "out:99", "out:finish"};
+  EXPECT_EQ(g_log, want);
 }
 
 TEST_F(TaskTest, InputIdsReachTheNode) {

@@ -39,8 +39,11 @@ class Validator {
   // validator.cc
   void check_top_level();
   void check_runtime(const toml::node& node);
+  void check_admin(const toml::node& node);
+  void check_checkpoint(const toml::node& node);  // checkpoint_settings.cc
+  // An int key of a top-level settings table ([runtime], [admin]) within min..max.
   std::optional<int64_t> runtime_int(const toml::node& node, std::string_view key, int64_t min,
-                                     int64_t max);
+                                     int64_t max, std::string_view table = "runtime");
   std::vector<NodeDecl> collect_nodes();
   NodeSpec check_node(const NodeDecl& decl);
   void check_type(NodeSpec& node, const toml::table& table);

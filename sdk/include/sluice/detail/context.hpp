@@ -168,6 +168,26 @@ class Context {
       h.set_backpressure(ctx_, full ? 1 : 0);
     }
   }
+  /// Waits for `fd` (non-blocking, still owned by the node) to be ready for `events`
+  /// (SL_IO_READ, SL_IO_WRITE or both) on the task's own event loop; the node's
+  /// on_io(ctx, id, ready) then runs once (call io_watch again to keep waiting; re-arming
+  /// an armed `id` replaces it). io_unwatch before closing the fd. UNIMPLEMENTED on a host
+  /// older than ABI 1.1 (set min_host_minor = 1 to be refused by such hosts instead).
+  Status io_watch(int fd, uint32_t events, uint64_t id) const {
+    const sl_host_api& h = host();
+    if (h.struct_size < offsetof(sl_host_api, io_watch) + sizeof(void*) || h.io_watch == nullptr) {
+      return unimplemented("the host has no io_watch (needs ABI 1.1)");
+    }
+    return wrap(h.io_watch(ctx_, fd, events, id));
+  }
+  /// Stops waiting for watch `id` (no-op when not armed, or on a host without io_watch).
+  void io_unwatch(uint64_t id) const noexcept {
+    const sl_host_api& h = host();
+    if (h.struct_size >= offsetof(sl_host_api, io_unwatch) + sizeof(void*) &&
+        h.io_unwatch != nullptr) {
+      h.io_unwatch(ctx_, id);
+    }
+  }
 
   /// Logs `msg` under the node at `level` (SL_LOG_*). Thread-safe.
   void log(int32_t level, std::string_view msg) const noexcept {
@@ -181,6 +201,22 @@ class Context {
   void log_warn(std::string_view msg) const noexcept { log(SL_LOG_WARN, msg); }
   /// log(SL_LOG_ERROR, msg).
   void log_error(std::string_view msg) const noexcept { log(SL_LOG_ERROR, msg); }
+  /// Answers checkpoint_prepare(epoch) later (a sink whose prepare returned `false`): OK
+  /// when everything received before that prepare is durable, else the failure (its message
+  /// is set on this context first). Task thread only. A host older than ABI 1.1 never calls
+  /// prepare, so there is nothing to answer: the call is then a no-op.
+  void checkpoint_ready(uint64_t epoch, const Status& status = {}) const noexcept {
+    const sl_host_api& h = host();
+    if (h.struct_size < offsetof(sl_host_api, checkpoint_ready) + sizeof(void*) ||
+        h.checkpoint_ready == nullptr) {
+      return;
+    }
+    if (!status.is_ok()) {
+      const std::string_view msg = status.message();
+      h.set_error(ctx_, msg.data(), msg.size());
+    }
+    h.checkpoint_ready(ctx_, epoch, status.code());
+  }
   /// Sets the error message the current callback is about to return a failure for. Rarely
   /// needed: returning a Status with a message does it at the plugin edge.
   void set_error(std::string_view msg) const noexcept {

@@ -45,6 +45,9 @@ class Node {
   virtual Status start(Context /*ctx*/) { return {}; }
   /// Timer `timer_id` (armed with Context::timer_start) fired.
   virtual Status on_timer(Context /*ctx*/, uint64_t /*timer_id*/) { return {}; }
+  /// Watch `watch_id` (armed with Context::io_watch) is ready: `ready` holds SL_IO_READ
+  /// and/or SL_IO_WRITE. One-shot: call io_watch again to keep waiting.
+  virtual Status on_io(Context /*ctx*/, uint64_t /*watch_id*/, uint32_t /*ready*/) { return {}; }
   /// The task is stopping (signal or error): release external resources promptly; emit is
   /// no longer possible. Cannot fail; exceptions are logged.
   virtual void stop(Context /*ctx*/) {}
@@ -57,6 +60,22 @@ class Node {
   /// before start().
   virtual Status restore(Context /*ctx*/, ValueRef /*state*/) {
     return unimplemented("restore is not implemented");
+  }
+
+  // Checkpoint protocol (ABI 1.1, docs/CHECKPOINTING.md). Each is wired into the
+  // sl_node_type only when T overrides it, so the host can tell who takes part.
+
+  /// Sources and sinks: checkpoint `epoch` is stored; commit what it covers (offsets,
+  /// transactions). Sinks are called before sources.
+  virtual Status checkpoint_commit(Context /*ctx*/, uint64_t /*epoch*/) { return {}; }
+  /// Epoch `epoch` will not be stored; what was prepared for it must be covered by the next
+  /// commit (return a failure if that is impossible: the task then fails).
+  virtual Status checkpoint_abort(Context /*ctx*/, uint64_t /*epoch*/) { return {}; }
+  /// On restart from a checkpoint whose commit was never confirmed: did this node's
+  /// commit of `epoch` happen? `state` is the node's snapshot in that checkpoint. Called
+  /// after construction, before restore().
+  virtual Result<bool> checkpoint_recover(Context /*ctx*/, uint64_t /*epoch*/, ValueRef /*state*/) {
+    return true;
   }
 
  protected:
@@ -118,6 +137,12 @@ class Operator : public detail::Consumer {
 class Sink : public detail::Consumer {
  public:
   static constexpr int32_t k_role = SL_ROLE_SINK;  ///< sl_node_type.role.
+
+  /// Checkpoints (wired only when overridden; a sink without it is assumed durable when
+  /// process() returns): make everything received so far durable for `epoch`. Return true
+  /// when it is durable now, false to answer later with Context::checkpoint_ready(epoch)
+  /// on the task thread (e.g. from a posted delivery report), or a failure.
+  virtual Result<bool> checkpoint_prepare(Context /*ctx*/, uint64_t /*epoch*/) { return true; }
 };
 
 namespace detail {
@@ -211,6 +236,9 @@ struct NodeTrampolines {
   static sl_status on_timer(void* self, sl_context* ctx, uint64_t timer_id) noexcept {
     return guard(ctx, [&] { return self_of(self)->on_timer(Context(ctx), timer_id); });
   }
+  static sl_status on_io(void* self, sl_context* ctx, uint64_t watch_id, uint32_t ready) noexcept {
+    return guard(ctx, [&] { return self_of(self)->on_io(Context(ctx), watch_id, ready); });
+  }
   static sl_status on_input_end(void* self, sl_context* ctx, uint32_t input) noexcept {
     return guard(ctx, [&] { return self_of(self)->on_input_end(Context(ctx), input); });
   }
@@ -231,7 +259,36 @@ struct NodeTrampolines {
   static sl_status restore(void* self, sl_context* ctx, sl_value state) noexcept {
     return guard(ctx, [&] { return self_of(self)->restore(Context(ctx), ValueRef(state)); });
   }
+  static sl_status checkpoint_prepare(void* self, sl_context* ctx, uint64_t epoch) noexcept {
+    return guard(ctx, [&]() -> Status {
+      SLUICE_SDK_ASSIGN_OR_RETURN(bool durable,
+                                  self_of(self)->checkpoint_prepare(Context(ctx), epoch));
+      if (durable) Context(ctx).checkpoint_ready(epoch);
+      return {};
+    });
+  }
+  static sl_status checkpoint_commit(void* self, sl_context* ctx, uint64_t epoch) noexcept {
+    return guard(ctx, [&] { return self_of(self)->checkpoint_commit(Context(ctx), epoch); });
+  }
+  static sl_status checkpoint_abort(void* self, sl_context* ctx, uint64_t epoch) noexcept {
+    return guard(ctx, [&] { return self_of(self)->checkpoint_abort(Context(ctx), epoch); });
+  }
+  static sl_status checkpoint_recover(void* self, sl_context* ctx, uint64_t epoch, sl_value state,
+                                      int32_t* out_committed) noexcept {
+    *out_committed = 1;
+    return guard(ctx, [&]() -> Status {
+      SLUICE_SDK_ASSIGN_OR_RETURN(
+          bool committed, self_of(self)->checkpoint_recover(Context(ctx), epoch, ValueRef(state)));
+      *out_committed = committed ? 1 : 0;
+      return {};
+    });
+  }
 };
+
+/// True when T declares its own `name` method instead of inheriting Base's (compares the
+/// member-pointer types: an inherited method has Base's class in its type).
+#define SLUICE_SDK_OVERRIDES(T, Base, name) \
+  (!std::is_same_v<decltype(&T::name), decltype(&Base::name)>)
 
 /// Flags default: T::k_flags when declared, else 0.
 template <class T>
@@ -270,11 +327,26 @@ constexpr sl_node_type make_node_type() noexcept {
     t.on_input_end = &Tr::on_input_end;
   }
   t.on_timer = &Tr::on_timer;
+  t.on_io = &Tr::on_io;
   t.finish = &Tr::finish;
   t.stop = &Tr::stop;
   if constexpr (stateful) {
     t.snapshot = &Tr::snapshot;
     t.restore = &Tr::restore;
+  }
+  if constexpr (T::k_role == SL_ROLE_SINK) {
+    if constexpr (SLUICE_SDK_OVERRIDES(T, Sink, checkpoint_prepare)) {
+      t.checkpoint_prepare = &Tr::checkpoint_prepare;
+    }
+  }
+  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, checkpoint_commit)) {
+    t.checkpoint_commit = &Tr::checkpoint_commit;
+  }
+  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, checkpoint_abort)) {
+    t.checkpoint_abort = &Tr::checkpoint_abort;
+  }
+  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, checkpoint_recover)) {
+    t.checkpoint_recover = &Tr::checkpoint_recover;
   }
   return t;
 }

@@ -6,6 +6,7 @@
 #include <sluice/detail/function.hpp>
 #include <sluice/detail/host.hpp>
 #include <sluice/detail/node.hpp>
+#include <sluice/detail/store.hpp>
 #include <sluice/sluice.h>
 
 #include <array>
@@ -29,6 +30,13 @@ struct FunctionList {
   static constexpr std::array<const sl_function_def*, sizeof...(Fs)> k_list{function<Fs>()...};
 };
 
+/// The checkpoint stores a plugin provides (see SLUICE_STORES). Since: ABI 1.1.
+template <class... Ss>
+struct StoreList {
+  /// Their descriptors, in static storage.
+  static constexpr std::array<const sl_checkpoint_store*, sizeof...(Ss)> k_list{store<Ss>()...};
+};
+
 namespace detail {
 
 /// Merges the lists given to SLUICE_PLUGIN, in any order and number.
@@ -36,6 +44,19 @@ template <class... Lists>
 struct PluginLists {
   using nodes = NodeTypeList<>;
   using functions = FunctionList<>;
+  using stores = StoreList<>;
+};
+template <class... Ss, class... Rest>
+struct PluginLists<StoreList<Ss...>, Rest...> {
+  template <class L>
+  struct prepend;
+  template <class... Us>
+  struct prepend<StoreList<Us...>> {
+    using type = StoreList<Ss..., Us...>;
+  };
+  using nodes = typename PluginLists<Rest...>::nodes;
+  using functions = typename PluginLists<Rest...>::functions;
+  using stores = typename prepend<typename PluginLists<Rest...>::stores>::type;
 };
 template <class... Ts, class... Rest>
 struct PluginLists<NodeTypeList<Ts...>, Rest...> {
@@ -47,6 +68,7 @@ struct PluginLists<NodeTypeList<Ts...>, Rest...> {
   };
   using nodes = typename prepend<typename PluginLists<Rest...>::nodes>::type;
   using functions = typename PluginLists<Rest...>::functions;
+  using stores = typename PluginLists<Rest...>::stores;
 };
 template <class... Fs, class... Rest>
 struct PluginLists<FunctionList<Fs...>, Rest...> {
@@ -58,6 +80,7 @@ struct PluginLists<FunctionList<Fs...>, Rest...> {
   };
   using nodes = typename PluginLists<Rest...>::nodes;
   using functions = typename prepend<typename PluginLists<Rest...>::functions>::type;
+  using stores = typename PluginLists<Rest...>::stores;
 };
 
 template <class A>
@@ -82,6 +105,9 @@ constexpr sl_plugin make_plugin(const char* name, const char* version, const cha
   p.node_type_count = static_cast<uint32_t>(Nodes::k_list.size());
   p.functions = data_or_null(Functions::k_list);
   p.function_count = static_cast<uint32_t>(Functions::k_list.size());
+  using Stores = typename Lists::stores;
+  p.stores = data_or_null(Stores::k_list);
+  p.store_count = static_cast<uint32_t>(Stores::k_list.size());
   return p;
 }
 
@@ -118,6 +144,8 @@ inline const sl_plugin* plugin_entry(const sl_host_api* table, const sl_plugin* 
 #define SLUICE_NODE_TYPES(...) ::sluice::sdk::NodeTypeList<__VA_ARGS__>
 /// The functions of a plugin, for SLUICE_PLUGIN: SLUICE_FUNCTIONS(Add, Upper).
 #define SLUICE_FUNCTIONS(...) ::sluice::sdk::FunctionList<__VA_ARGS__>
+/// The checkpoint stores of a plugin, for SLUICE_PLUGIN: SLUICE_STORES(KafkaStore).
+#define SLUICE_STORES(...) ::sluice::sdk::StoreList<__VA_ARGS__>
 
 /// Defines the plugin's exported entry point `sluice_plugin_v1` (SL_PLUGIN_ENTRY_SYMBOL),
 /// in one line at global scope of one source file:
@@ -125,9 +153,10 @@ inline const sl_plugin* plugin_entry(const sl_host_api* table, const sl_plugin* 
 ///   SLUICE_PLUGIN("core_ops", "0.1.0", "streamz operators",
 ///                 SLUICE_NODE_TYPES(Map, Filter), SLUICE_FUNCTIONS(Add, Upper));
 ///
-/// After name, version and one-line doc come any number of SLUICE_NODE_TYPES(...) and
-/// SLUICE_FUNCTIONS(...) lists, in any order. The descriptor is a constant (ABI major and
-/// minor of this header, min_host_minor 0); the entry stores the host table for host().
+/// After name, version and one-line doc come any number of SLUICE_NODE_TYPES(...),
+/// SLUICE_FUNCTIONS(...) and SLUICE_STORES(...) lists, in any order. The descriptor is a constant
+/// (ABI major and minor of this header, min_host_minor 0); the entry stores the host table for
+/// host().
 #define SLUICE_PLUGIN(name, version, doc, ...)                                               \
   extern "C" SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* host);           \
   extern "C" SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* host) {          \

@@ -1,0 +1,205 @@
+#include "admin/metrics.hpp"
+
+#include "daemon/pipeline_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace sluice::host {
+
+namespace {
+
+// The sums of one node's counters over every task.
+struct NodeTotals {
+  uint64_t in = 0, out = 0, errors = 0, skipped = 0, dead_letters = 0;
+  std::array<uint64_t, NodeCounters::k_latency_bounds_ns.size() + 1> buckets{};
+  uint64_t latency_sum_ns = 0;
+  uint64_t backpressure_ns = 0;
+};
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+NodeTotals totals(const PipelineRunner& runner, size_t node) {
+  NodeTotals t;
+  const int64_t now = steady_now_ns();
+  constexpr auto relaxed = std::memory_order_relaxed;
+  for (const auto& task : runner.tasks()) {
+    const NodeCounters& c = *task->nodes()[node].counters;
+    t.in += c.messages_in.load(relaxed);
+    t.out += c.messages_out.load(relaxed);
+    t.errors += c.errors.load(relaxed);
+    t.skipped += c.skipped.load(relaxed);
+    t.dead_letters += c.dead_letters.load(relaxed);
+    for (size_t b = 0; b < t.buckets.size(); ++b)
+      t.buckets[b] += c.latency_buckets[b].load(relaxed);
+    t.latency_sum_ns += c.latency_sum_ns.load(relaxed);
+    t.backpressure_ns += c.backpressure_ns.load(relaxed);
+    int64_t since = c.backpressure_since_ns.load(relaxed);
+    if (since > 0 && now > since) t.backpressure_ns += static_cast<uint64_t>(now - since);
+  }
+  return t;
+}
+
+// Label values: backslash, double quote and newline are escaped.
+std::string label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string json_string(std::string_view v) {
+  std::string out = "\"";
+  for (char c : v) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<int>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+const char* role_label(int32_t role) {
+  switch (role) {
+    case SL_ROLE_SOURCE: return "source";
+    case SL_ROLE_SINK: return "sink";
+    default: return "operator";
+  }
+}
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+}  // namespace
+
+std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& facts) {
+  std::string out;
+  auto put = [&](std::string_view text) { out += text; };
+  header(out, "sluice_build_info", "gauge", "The running sluiced's version (always 1).");
+  put(fmt::format("sluice_build_info{{version=\"{}\"}} 1\n", label(SLUICE_VERSION)));
+  header(out, "sluice_up", "gauge", "1 while a graph is running, 0 between graphs or stopping.");
+  put(fmt::format("sluice_up {}\n", runner && runner->running() && !runner->stopping() ? 1 : 0));
+  header(out, "sluice_graph_generation", "gauge", "Graphs started by this process (1 + reloads).");
+  put(fmt::format("sluice_graph_generation {}\n", facts.generation));
+  header(out, "sluice_graph_start_time_seconds", "gauge",
+         "When the running graph started (Unix time; 0 before the first start).");
+  put(fmt::format("sluice_graph_start_time_seconds {}\n", facts.started_unix_ms / 1000.0));
+  header(out, "sluice_reloads_total", "counter", "SIGHUP reloads, by result.");
+  put(fmt::format("sluice_reloads_total{{result=\"applied\"}} {}\n", facts.reloads_ok));
+  put(fmt::format("sluice_reloads_total{{result=\"rejected\"}} {}\n", facts.reloads_rejected));
+  if (!runner) return out;
+
+  const GraphSpec& spec = runner->spec();
+  header(out, "sluice_pipeline_tasks", "gauge", "Parallel instances of the graph.");
+  put(fmt::format("sluice_pipeline_tasks{{pipeline=\"{}\"}} {}\n", label(spec.name),
+                  spec.runtime.tasks));
+
+  std::vector<NodeTotals> all;
+  all.reserve(spec.nodes.size());
+  for (size_t i = 0; i < spec.nodes.size(); ++i) all.push_back(totals(*runner, i));
+  auto labels = [&](size_t i) {
+    return fmt::format("pipeline=\"{}\",node=\"{}\",type=\"{}\"", label(spec.name),
+                       label(spec.nodes[i].id), label(spec.nodes[i].type));
+  };
+  struct Counter {
+    const char* name;
+    const char* help;
+    uint64_t NodeTotals::*field;
+  };
+  const Counter counters[] = {
+      {"sluice_node_messages_in_total", "Messages delivered to the node.", &NodeTotals::in},
+      {"sluice_node_messages_out_total", "Messages the node emitted.", &NodeTotals::out},
+      {"sluice_node_errors_total", "Failures of the node, including those on_error handled.",
+       &NodeTotals::errors},
+      {"sluice_node_skipped_total", "Messages dropped by on_error = \"skip\".",
+       &NodeTotals::skipped},
+      {"sluice_node_dead_letters_total", "Messages routed by on_error = \"dead_letter\".",
+       &NodeTotals::dead_letters},
+  };
+  for (const Counter& c : counters) {
+    header(out, c.name, "counter", c.help);
+    for (size_t i = 0; i < all.size(); ++i) {
+      put(fmt::format("{}{{{}}} {}\n", c.name, labels(i), all[i].*c.field));
+    }
+  }
+
+  header(out, "sluice_node_batch_latency_seconds", "histogram",
+         "Time of one process() call on a batch, including the synchronous delivery downstream.");
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (spec.nodes[i].role == SL_ROLE_SOURCE) continue;  // sources are polled, not delivered to
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < all[i].buckets.size(); ++b) {
+      cumulative += all[i].buckets[b];
+      std::string le = b < NodeCounters::k_latency_bounds_ns.size()
+                           ? fmt::format("{}", NodeCounters::k_latency_bounds_ns[b] / 1e9)
+                           : std::string("+Inf");
+      put(fmt::format("sluice_node_batch_latency_seconds_bucket{{{},le=\"{}\"}} {}\n", labels(i),
+                      le, cumulative));
+    }
+    put(fmt::format("sluice_node_batch_latency_seconds_sum{{{}}} {}\n", labels(i),
+                    all[i].latency_sum_ns / 1e9));
+    put(fmt::format("sluice_node_batch_latency_seconds_count{{{}}} {}\n", labels(i), cumulative));
+  }
+
+  header(out, "sluice_node_backpressure_seconds_total", "counter",
+         "Time the node signalled back-pressure (its buffer or one of its inputs full).");
+  for (size_t i = 0; i < all.size(); ++i) {
+    put(fmt::format("sluice_node_backpressure_seconds_total{{{}}} {}\n", labels(i),
+                    all[i].backpressure_ns / 1e9));
+  }
+
+  header(out, "sluice_source_paused", "gauge", "1 while an operator paused the source.");
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    if (spec.nodes[i].role != SL_ROLE_SOURCE) continue;
+    put(fmt::format("sluice_source_paused{{{}}} {}\n", labels(i),
+                    runner->source_paused(spec.nodes[i].id) ? 1 : 0));
+  }
+  return out;
+}
+
+std::string render_stats_json(const PipelineRunner* runner, const DaemonFacts& facts) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::string out = fmt::format("{{\"generation\":{},\"state\":{},\"time_ms\":{}", facts.generation,
+                                json_string(facts.state), now_ms);
+  if (!runner) return out + ",\"pipeline\":null,\"nodes\":[]}";
+  const GraphSpec& spec = runner->spec();
+  out += fmt::format(",\"pipeline\":{},\"nodes\":[", json_string(spec.name));
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    NodeTotals t = totals(*runner, i);
+    const NodeSpec& n = spec.nodes[i];
+    out += fmt::format(
+        "{}{{\"id\":{},\"role\":\"{}\",\"type\":{},\"in\":{},\"out\":{},\"errors\":{},"
+        "\"skipped\":{},\"dead_letters\":{},\"backpressure_s\":{},\"paused\":{}}}",
+        i == 0 ? "" : ",", json_string(n.id), role_label(n.role), json_string(n.type), t.in, t.out,
+        t.errors, t.skipped, t.dead_letters, t.backpressure_ns / 1e9,
+        runner->source_paused(n.id) ? "true" : "false");
+  }
+  return out + "]}";
+}
+
+}  // namespace sluice::host

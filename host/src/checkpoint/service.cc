@@ -1,0 +1,77 @@
+#include "checkpoint/service.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace sluice::host::checkpoint {
+
+Result<std::unique_ptr<CheckpointService>> CheckpointService::create(const GraphSpec& spec,
+                                                                     ResetState reset) {
+  std::unique_ptr<CheckpointService> s(new CheckpointService(reset));
+  SLUICE_ASSIGN_OR_RETURN(auto store, open_store(spec));
+  s->first_ = std::make_unique<Coordinator>(spec, std::move(store), std::move(reset));
+  SLUICE_RETURN_IF_ERROR(s->first_->load());
+  return s;
+}
+
+void CheckpointService::install(RunnerHooks& hooks, boost::asio::io_context& control) {
+  control_ = &control;
+  hooks.before_start = [this](PipelineRunner& runner) { return before_start(runner); };
+  hooks.after_create = [this](Task& task, uint32_t index) {
+    return coordinators_.back()->restore_task(&task, index);
+  };
+  hooks.task_finished = [this](uint32_t index, const Status& status) {
+    coordinators_.back()->task_finished(index, status);
+  };
+  hooks.replace_stop = [this](PipelineRunner& /*runner*/) {
+    Coordinator& c = *coordinators_.back();
+    return c.stop_with_final_checkpoint([](Status outcome) {
+      if (outcome.is_ok()) {
+        spdlog::info("final checkpoint written; the tasks stop without finishing their nodes");
+      } else {
+        spdlog::error("final checkpoint failed: {}", outcome.message());
+      }
+    });
+  };
+}
+
+std::string CheckpointService::metrics() const {
+  if (coordinators_.empty()) return {};
+  const Coordinator& c = *coordinators_.back();
+  const Coordinator::Stats& s = c.stats();
+  return fmt::format(
+      "# HELP sluice_checkpoints_total Checkpoints stored and committed by the running graph.\n"
+      "# TYPE sluice_checkpoints_total counter\nsluice_checkpoints_total {}\n"
+      "# HELP sluice_checkpoint_failures_total Checkpoint epochs that were aborted.\n"
+      "# TYPE sluice_checkpoint_failures_total counter\nsluice_checkpoint_failures_total {}\n"
+      "# HELP sluice_checkpoint_last_duration_seconds Duration of the last checkpoint.\n"
+      "# TYPE sluice_checkpoint_last_duration_seconds gauge\n"
+      "sluice_checkpoint_last_duration_seconds {}\n"
+      "# HELP sluice_checkpoint_last_bytes Size of the last checkpoint file.\n"
+      "# TYPE sluice_checkpoint_last_bytes gauge\nsluice_checkpoint_last_bytes {}\n"
+      "# HELP sluice_checkpoint_last_epoch Epoch of the last completed checkpoint.\n"
+      "# TYPE sluice_checkpoint_last_epoch gauge\nsluice_checkpoint_last_epoch {}\n",
+      s.completed, s.failed, s.last_duration_ms / 1000.0, s.last_bytes, c.last_completed_epoch());
+}
+
+Status CheckpointService::before_start(PipelineRunner& runner) {
+  std::unique_ptr<Coordinator> c;
+  if (first_) {
+    c = std::move(first_);
+    c->rebind(runner.spec());
+  } else {
+    // A reload: the new graph resumes from the checkpoint the old one wrote when it stopped.
+    ResetState none;
+    SLUICE_ASSIGN_OR_RETURN(auto store, open_store(runner.spec()));
+    c = std::make_unique<Coordinator>(runner.spec(), std::move(store), none);
+    SLUICE_RETURN_IF_ERROR(c->load());
+  }
+  if (!coordinators_.empty()) coordinators_.back()->detach();
+  std::vector<Task*> tasks;
+  for (const auto& t : runner.tasks()) tasks.push_back(t.get());
+  c->attach(*control_, std::move(tasks));
+  coordinators_.push_back(std::move(c));
+  return Status::ok();
+}
+
+}  // namespace sluice::host::checkpoint

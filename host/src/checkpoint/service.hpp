@@ -1,0 +1,39 @@
+// Checkpointing wired into the daemon (`sluiced run` with [checkpoint]): one
+// Coordinator per running graph, attached through the runner's hooks — restore
+// after each task's create, periodic epochs while it runs, and a final
+// checkpoint instead of the drain when a stop begins (SIGTERM, reload).
+#pragma once
+
+#include "checkpoint/coordinator.hpp"
+#include "common/result.hpp"
+#include "daemon/pipeline_runner.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace sluice::host::checkpoint {
+
+class CheckpointService {
+ public:
+  // Opens the store of `spec` and loads the checkpoint to restore: a saved
+  // state the graph cannot use is an error here, before anything runs.
+  static Result<std::unique_ptr<CheckpointService>> create(const GraphSpec& spec, ResetState reset);
+  // Sets the hooks (for every graph the daemon runs) on the control loop `control`.
+  void install(RunnerHooks& hooks, boost::asio::io_context& control);
+  // Prometheus text for /metrics (control thread): checkpoints taken and failed, the last
+  // one's duration and size, its epoch.
+  [[nodiscard]] std::string metrics() const;
+
+ private:
+  CheckpointService(ResetState reset) : reset_(std::move(reset)) {}
+  Status before_start(PipelineRunner& runner);
+
+  ResetState reset_;
+  boost::asio::io_context* control_ = nullptr;
+  std::unique_ptr<Coordinator> first_;  // loaded by create(), used by the first graph
+  std::vector<std::unique_ptr<Coordinator>> coordinators_;  // the current one last
+};
+
+}  // namespace sluice::host::checkpoint

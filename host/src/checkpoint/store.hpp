@@ -1,0 +1,59 @@
+// A checkpoint store opened for one pipeline: RAII over an sl_checkpoint_store
+// instance (a plugin's or the built-in "fs"), with Status results. Used on the
+// control thread only.
+#pragma once
+
+#include "common/result.hpp"
+#include "registry/plugin_registry.hpp"
+#include "value/value.hpp"
+
+#include <sluice/sluice.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct sl_context;
+
+namespace sluice::host::checkpoint {
+
+struct EpochEntry {
+  uint64_t epoch = 0;
+  bool committed = false;
+  int64_t time_ns = 0;
+  uint64_t size = 0;
+};
+
+class StoreHandle {
+ public:
+  // Opens `info` with `config` (the store's validated options).
+  static Result<std::unique_ptr<StoreHandle>> open(const StoreInfo& info, std::string_view pipeline,
+                                                   const Value& config);
+  ~StoreHandle();
+  StoreHandle(const StoreHandle&) = delete;
+  StoreHandle& operator=(const StoreHandle&) = delete;
+
+  Status write(uint64_t epoch, std::string_view bytes);
+  Status mark_committed(uint64_t epoch);
+  Result<std::string> read(uint64_t epoch);
+  // Newest first.
+  Result<std::vector<EpochEntry>> list();
+  Status remove(uint64_t epoch);
+  [[nodiscard]] const std::string& name() const { return info_.name; }
+
+ private:
+  StoreHandle(const StoreInfo& info);
+  Status check(sl_status st, std::string_view what, uint64_t epoch);
+
+  const StoreInfo& info_;
+  std::unique_ptr<sl_context> ctx_;
+  std::string error_;
+  void* self_ = nullptr;
+};
+
+// Registers the built-in stores ("fs") in `registry` as the plugin "builtin_checkpoint"
+// (file "<builtin>"), the same way as a plugin's stores.
+Status register_builtin_stores(PluginRegistry& registry);
+
+}  // namespace sluice::host::checkpoint

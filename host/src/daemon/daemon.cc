@@ -1,0 +1,235 @@
+#include "daemon/daemon.hpp"
+
+#include "daemon/reload.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+
+namespace sluice::host {
+
+namespace {
+
+const char* signal_name(int signo) {
+  switch (signo) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+  }
+}
+
+std::string clock_time() { return fmt::format("{:%H:%M:%S}", fmt::localtime(std::time(nullptr))); }
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Daemon::Daemon(LoadedPipeline pipeline, DaemonOptions options)
+    : options_(std::move(options)),
+      pipeline_(std::make_unique<LoadedPipeline>(std::move(pipeline))),
+      signals_(control_, SIGINT, SIGTERM, SIGHUP),
+      deadline_(control_),
+      watchdog_(control_) {
+  facts_.state = "starting";
+}
+
+Daemon::~Daemon() {
+  if (admin_) admin_->stop();
+  runner_.reset();  // joins
+}
+
+int Daemon::run() {
+  const GraphSpec& spec = pipeline_->spec;
+  signals_.async_wait([this](const auto& ec, int signo) { on_signal(ec, signo); });
+
+  if (spec.admin.enabled) {
+    AdminBackend backend;
+    backend.runner = [this] { return runner_.get(); };
+    backend.facts = [this] { return facts(); };
+    backend.ready = [this] { return ready(); };
+    backend.extra_metrics = [this] { return extra_metrics_ ? extra_metrics_() : std::string(); };
+    admin_ = std::make_unique<AdminEndpoint>(control_, spec.admin, std::move(backend));
+    auto port = admin_->start();
+    if (!port.is_ok()) {
+      spdlog::error("{}", port.status().message());
+      return k_exit_runtime_error;
+    }
+    const bool v6 = spec.admin.address.find(':') != std::string::npos;
+    spdlog::info("admin endpoint listening on http://{}{}{}:{}/{}", v6 ? "[" : "",
+                 spec.admin.address, v6 ? "]" : "", port.value(),
+                 spec.admin.token.empty() ? "" : " (bearer token required)");
+  }
+  if (auto interval = notifier_.watchdog_interval()) {
+    spdlog::info("systemd watchdog: pinging every {} ms while every task is responsive",
+                 interval->count() / 2000);
+    watchdog_tick();
+  }
+  notifier_.status(fmt::format("starting pipeline '{}'", spec.name));
+  start_graph();
+  control_.run();
+  if (runner_) runner_->join();
+  return exit_code_;
+}
+
+void Daemon::start_graph() {
+  const GraphSpec& spec = pipeline_->spec;
+  ++facts_.generation;
+  runner_ = std::make_unique<PipelineRunner>(spec, control_, clock_, hooks_);
+  runner_->start([this] { on_graph_running(); },
+                 [this](Status s) { on_graph_finished(std::move(s)); });
+}
+
+std::string Daemon::running_status() const {
+  const GraphSpec& spec = pipeline_->spec;
+  std::string s = fmt::format("running '{}': {} nodes, {} task{}", spec.name, spec.nodes.size(),
+                              spec.runtime.tasks, spec.runtime.tasks == 1 ? "" : "s");
+  if (!last_reload_.empty()) s += "; " + last_reload_;
+  return s;
+}
+
+void Daemon::on_graph_running() {
+  const GraphSpec& spec = pipeline_->spec;
+  facts_.state = "running";
+  facts_.started_unix_ms = unix_ms();
+  spdlog::info("pipeline '{}' running ({} task{})", spec.name, spec.runtime.tasks,
+               spec.runtime.tasks == 1 ? "" : "s");
+  notifier_.ready(running_status());
+}
+
+void Daemon::on_graph_finished(Status status) {
+  const std::string name = pipeline_->spec.name;
+  runner_->join();
+  for (const Status& s : runner_->results()) {
+    if (!s.is_ok()) spdlog::error("{}", s.message());
+  }
+  runner_.reset();  // destroys the nodes: files closed, plugin resources released
+  if (!status.is_ok()) {
+    exit_code_ = k_exit_runtime_error;
+    next_.reset();
+    notifier_.stopping(fmt::format("pipeline '{}' failed: {}", name, status.message()));
+    control_.stop();
+    return;
+  }
+  if (reloading_ && !stopping_ && next_) {
+    deadline_.cancel();
+    reloading_ = false;
+    pipeline_ = std::move(next_);  // the old plugins' registry goes with the old config
+    ++facts_.reloads_ok;
+    last_reload_ = fmt::format("reloaded at {}", clock_time());
+    spdlog::info("reload: old graph drained; starting pipeline '{}'", pipeline_->spec.name);
+    start_graph();
+    return;
+  }
+  spdlog::info("pipeline '{}' finished", name);
+  notifier_.stopping(fmt::format("pipeline '{}' finished", name));
+  exit_code_ = k_exit_ok;
+  control_.stop();
+}
+
+void Daemon::on_signal(const boost::system::error_code& ec, int signo) {
+  if (ec) return;
+  signals_.async_wait([this](const auto& e, int s) { on_signal(e, s); });
+  if (signo == SIGHUP) {
+    reload();
+    return;
+  }
+  if (stopping_) {
+    spdlog::warn("second signal ({}): exiting without waiting for the drain", signal_name(signo));
+    std::_Exit(k_exit_runtime_error);
+  }
+  spdlog::info("received {}: stopping gracefully (timeout {} ms)", signal_name(signo),
+               pipeline_->spec.runtime.shutdown_timeout_ms);
+  begin_stop();
+}
+
+void Daemon::begin_stop() {
+  stopping_ = true;
+  facts_.state = "stopping";
+  next_.reset();
+  notifier_.stopping(fmt::format("stopping '{}': draining", pipeline_->spec.name));
+  if (runner_) runner_->request_stop();
+  arm_deadline("graceful stop");
+}
+
+void Daemon::arm_deadline(const char* what) {
+  const int64_t ms = pipeline_->spec.runtime.shutdown_timeout_ms;
+  deadline_.expires_after(std::chrono::milliseconds(ms));
+  deadline_.async_wait([what, ms](const boost::system::error_code& e) {
+    if (e) return;
+    spdlog::error("{} did not finish within shutdown_timeout_ms = {}; exiting", what, ms);
+    std::_Exit(k_exit_runtime_error);
+  });
+}
+
+void Daemon::reload() {
+  if (stopping_) {
+    spdlog::warn("SIGHUP ignored: the daemon is stopping");
+    return;
+  }
+  if (reloading_) {
+    spdlog::warn("SIGHUP ignored: a reload is already in progress");
+    return;
+  }
+  spdlog::info("received SIGHUP: reloading {}", options_.config.string());
+  notifier_.reloading(fmt::format("reloading {}", options_.config.string()));
+  ReloadCandidate candidate =
+      prepare_reload(options_.config, options_.plugin_dirs, pipeline_->spec);
+  if (!candidate.pipeline) {
+    ++facts_.reloads_rejected;
+    last_reload_ = fmt::format("reload rejected at {}: {}", clock_time(), candidate.rejected);
+    spdlog::error("reload rejected: {}; the running graph continues", candidate.rejected);
+    notifier_.ready(running_status());  // RELOADING=1 is always followed by READY=1
+    return;
+  }
+  if (!runner_ || runner_->finished()) {
+    // Nothing runs (the graph is ending on its own): nothing to swap.
+    spdlog::warn("reload: no graph is running; nothing to replace");
+    notifier_.ready(running_status());
+    return;
+  }
+  // Without checkpoints, state is not carried over: the old graph is drained
+  // (its sources end, every finish() runs, sinks flush) and the new one starts
+  // fresh (docs/OPERATIONS.md, "Reload").
+  reloading_ = true;
+  facts_.state = "reloading";
+  next_ = std::move(candidate.pipeline);
+  spdlog::info("reload: config valid; draining the running graph");
+  runner_->request_stop();
+  arm_deadline("draining the old graph for a reload");
+}
+
+void Daemon::watchdog_tick() {
+  const auto interval = *notifier_.watchdog_interval();
+  bool live = !runner_ || runner_->check_liveness();
+  if (live) {
+    notifier_.watchdog();
+  } else if (live_) {
+    spdlog::error(
+        "a task has not answered for {} ms (stuck in a callback?): withholding the "
+        "systemd watchdog ping",
+        interval.count() / 2000);
+  }
+  live_ = live;
+  watchdog_.expires_after(interval / 2);
+  watchdog_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) watchdog_tick();
+  });
+}
+
+DaemonFacts Daemon::facts() const { return facts_; }
+
+bool Daemon::ready() const {
+  return runner_ && runner_->running() && !runner_->stopping() && !reloading_ && !stopping_;
+}
+
+}  // namespace sluice::host

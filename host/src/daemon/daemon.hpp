@@ -1,0 +1,86 @@
+// `sluiced run` as a long-running service: the control loop (an io_context on
+// the main thread) that owns the running graph (a PipelineRunner), signals
+// (SIGTERM/SIGINT stop, SIGHUP reloads), the shutdown deadline, the systemd
+// notify protocol and watchdog, and the admin endpoint.
+//
+// Lifecycle: start graph -> READY=1 -> [SIGHUP: validate; invalid -> keep
+// running; valid -> RELOADING=1, drain the old graph, start the new one,
+// READY=1] -> SIGTERM: STOPPING=1, drain, exit.
+#pragma once
+
+#include "admin/admin_endpoint.hpp"
+#include "admin/metrics.hpp"
+#include "cli/pipeline_loader.hpp"
+#include "daemon/pipeline_runner.hpp"
+#include "daemon/systemd_notify.hpp"
+#include "executor/clock.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+
+struct DaemonOptions {
+  std::filesystem::path config;  // read again on SIGHUP
+  std::vector<std::filesystem::path> plugin_dirs;
+};
+
+class Daemon {
+ public:
+  Daemon(LoadedPipeline pipeline, DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Extension points, set before run(): hooks for every graph this daemon
+  // starts, and more Prometheus text for /metrics.
+  RunnerHooks& hooks() { return hooks_; }
+  void set_extra_metrics(std::function<std::string()> f) { extra_metrics_ = std::move(f); }
+  boost::asio::io_context& control() { return control_; }
+
+  // Runs until the graph ends or a stop finishes. Returns the exit code.
+  int run();
+
+ private:
+  void start_graph();
+  void on_graph_running();
+  void on_graph_finished(Status status);
+  void on_signal(const boost::system::error_code& ec, int signo);
+  void reload();
+  void begin_stop();
+  void arm_deadline(const char* what);
+  void watchdog_tick();
+  [[nodiscard]] DaemonFacts facts() const;
+  [[nodiscard]] bool ready() const;
+  [[nodiscard]] std::string running_status() const;
+
+  DaemonOptions options_;
+  RunnerHooks hooks_;
+  std::function<std::string()> extra_metrics_;
+  boost::asio::io_context control_;
+  RealClock clock_;
+  SystemdNotifier notifier_;
+  std::unique_ptr<LoadedPipeline> pipeline_;  // the running graph's config and plugins
+  std::unique_ptr<PipelineRunner> runner_;
+  std::unique_ptr<LoadedPipeline> next_;  // a validated reload waiting for the drain
+  std::unique_ptr<AdminEndpoint> admin_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer deadline_;
+  boost::asio::steady_timer watchdog_;
+  std::string last_reload_;  // appended to STATUS=: the last reload's outcome
+  DaemonFacts facts_;
+  int exit_code_ = 0;
+  bool stopping_ = false;   // SIGTERM/SIGINT: no new graph will start
+  bool reloading_ = false;  // draining the old graph for next_
+  bool live_ = true;        // the last watchdog check found every task alive
+};
+
+}  // namespace sluice::host

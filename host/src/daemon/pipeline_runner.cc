@@ -1,0 +1,136 @@
+#include "daemon/pipeline_runner.hpp"
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace sluice::host {
+
+PipelineRunner::PipelineRunner(const GraphSpec& spec, boost::asio::io_context& control,
+                               const Clock& clock, RunnerHooks hooks)
+    : spec_(spec), control_(control), hooks_(std::move(hooks)) {
+  const uint32_t count = spec.runtime.tasks;
+  for (uint32_t i = 0; i < count; ++i) {
+    tasks_.push_back(
+        std::make_unique<Task>(spec, TaskOptions{spec.runtime.batch_size, i, count, &clock}));
+    liveness_.push_back(std::make_unique<Liveness>());
+  }
+  results_.resize(count);
+}
+
+PipelineRunner::~PipelineRunner() {
+  if (!finished_) {
+    for (auto& t : tasks_) t->request_stop();
+  }
+  join();
+  tasks_.clear();  // destroy nodes (close files, release plugins' resources) in order
+}
+
+void PipelineRunner::start(std::function<void()> on_running,
+                           std::function<void(Status)> on_finished) {
+  on_running_ = std::move(on_running);
+  on_finished_ = std::move(on_finished);
+  if (hooks_.before_start) {
+    if (Status st = hooks_.before_start(*this); !st.is_ok()) {
+      // Nothing ran: report the failure as the graph's outcome.
+      finished_ = true;
+      if (!results_.empty()) results_[0] = st;
+      boost::asio::post(control_, [this, st] {
+        if (on_finished_) on_finished_(st);
+      });
+      return;
+    }
+  }
+  for (uint32_t i = 0; i < tasks_.size(); ++i) {
+    threads_.emplace_back([this, i] {
+      Task& task = *tasks_[i];
+      Status status = task.create();
+      if (status.is_ok() && hooks_.after_create) status = hooks_.after_create(task, i);
+      if (status.is_ok()) status = task.start();
+      if (status.is_ok()) {
+        boost::asio::post(control_, [this] { on_task_started(); });
+        status = task.run();
+      }
+      boost::asio::post(control_, [this, i, status] { on_task_finished(i, status); });
+    });
+  }
+}
+
+void PipelineRunner::on_task_started() {
+  if (++started_count_ == tasks_.size() && !finished_) {
+    running_ = true;
+    if (on_running_) on_running_();
+  }
+}
+
+void PipelineRunner::on_task_finished(uint32_t index, Status status) {
+  if (hooks_.task_finished) hooks_.task_finished(index, status);
+  results_[index] = status;
+  liveness_[index]->done = true;
+  if (!status.is_ok() && !stopping_) {
+    // One failed task stops the others: the pipeline is one unit.
+    request_stop();
+  }
+  if (++finished_count_ < tasks_.size()) return;
+  finished_ = true;
+  Status first = Status::ok();
+  for (const Status& s : results_) {
+    if (!s.is_ok()) {
+      first = s;
+      break;
+    }
+  }
+  if (on_finished_) on_finished_(first);
+}
+
+void PipelineRunner::request_stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  if (hooks_.before_stop) hooks_.before_stop(*this);
+  if (hooks_.replace_stop && hooks_.replace_stop(*this)) return;
+  for (auto& t : tasks_) t->request_stop();
+}
+
+bool PipelineRunner::check_liveness() {
+  bool live = true;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    Liveness& l = *liveness_[i];
+    if (l.done) continue;
+    if (l.answered.load(std::memory_order_acquire) != l.sent) {
+      live = false;
+      continue;  // still waiting for the previous ping: do not pile up more
+    }
+    uint64_t seq = ++l.sent;
+    Liveness* target = &l;
+    if (!tasks_[i]->post_host(
+            [target, seq] { target->answered.store(seq, std::memory_order_release); })) {
+      // The task takes no more posted work: it is finishing and its result is
+      // on its way to the control loop.
+      target->answered.store(seq, std::memory_order_release);
+    }
+  }
+  return live;
+}
+
+Status PipelineRunner::set_source_paused(std::string_view id, bool paused) {
+  auto index = spec_.index_of(id);
+  if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
+  if (spec_.nodes[*index].role != SL_ROLE_SOURCE) {
+    return Status(SL_INVALID_ARGUMENT, fmt::format("node '{}' is not a source", id));
+  }
+  for (auto& t : tasks_) t->set_source_paused(*index, paused);
+  if (paused) {
+    paused_.emplace(id);
+  } else if (auto it = paused_.find(id); it != paused_.end()) {
+    paused_.erase(it);
+  }
+  return Status::ok();
+}
+
+void PipelineRunner::join() {
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+}  // namespace sluice::host

@@ -1,0 +1,115 @@
+// One running generation of a pipeline: its tasks, each on its own executor
+// thread, reporting back to the daemon's control loop (an io_context on the
+// main thread). A reload replaces the runner; a running graph never changes.
+//
+// Threading: every member function is for the control thread unless noted.
+// The tasks' counters may be read there while the tasks run (relaxed atomics,
+// see NodeCounters).
+#pragma once
+
+#include "common/result.hpp"
+#include "config/graph_spec.hpp"
+#include "executor/clock.hpp"
+#include "executor/task.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace sluice::host {
+
+class PipelineRunner;
+
+// Extension points for the daemon's other subsystems (checkpointing).
+struct RunnerHooks {
+  // On task `index`'s thread, after create() and before start(): restore saved
+  // state here. A failure fails that task as a failed create would.
+  std::function<Status(Task& task, uint32_t index)> after_create;
+  // On the control thread when a stop begins (signal, reload, a failed task),
+  // before the sources are ended.
+  std::function<void(PipelineRunner& runner)> before_stop;
+  // Checkpointing (checkpoint/service.hpp). On the control thread in start(),
+  // before the task threads exist: a failure ends the graph before it runs.
+  std::function<Status(PipelineRunner& runner)> before_start;
+  // On the control thread when task `index`'s run() returned.
+  std::function<void(uint32_t index, const Status& status)> task_finished;
+  // On the control thread when a stop begins, after before_stop: returning true
+  // means the hook stops the tasks itself (a final checkpoint, then the tasks
+  // stop without draining) instead of ending the sources.
+  std::function<bool(PipelineRunner& runner)> replace_stop;
+};
+
+class PipelineRunner {
+ public:
+  // `spec` must outlive the runner. Tasks are constructed here, started by start().
+  PipelineRunner(const GraphSpec& spec, boost::asio::io_context& control, const Clock& clock,
+                 RunnerHooks hooks = {});
+  ~PipelineRunner();  // requests a stop if needed and joins the threads
+  PipelineRunner(const PipelineRunner&) = delete;
+  PipelineRunner& operator=(const PipelineRunner&) = delete;
+
+  // Starts one thread per task. `on_running` is called (control thread) once
+  // every task has started; `on_finished` once every task has ended, with the
+  // first failure or OK. Either may be called after the other never was (a task
+  // that fails to create means the graph never ran).
+  void start(std::function<void()> on_running, std::function<void(Status)> on_finished);
+  // Ends the sources and drains the graph. Idempotent.
+  void request_stop();
+
+  [[nodiscard]] bool stopping() const { return stopping_; }
+  [[nodiscard]] bool running() const { return running_ && !finished_; }
+  [[nodiscard]] bool finished() const { return finished_; }
+  [[nodiscard]] const GraphSpec& spec() const { return spec_; }
+  [[nodiscard]] const std::vector<std::unique_ptr<Task>>& tasks() const { return tasks_; }
+  [[nodiscard]] const std::vector<Status>& results() const { return results_; }
+
+  // Executor liveness, for the systemd watchdog: true when every task still
+  // running answered the previous ping; then sends the next ping. A task stuck
+  // in a callback never answers, so the watchdog pings stop.
+  bool check_liveness();
+
+  // An operator's pause / resume of a source (every task's instance of it).
+  Status set_source_paused(std::string_view id, bool paused);
+  [[nodiscard]] bool source_paused(std::string_view id) const {
+    return paused_.find(std::string(id)) != paused_.end();
+  }
+
+  // Joins the task threads (after on_finished).
+  void join();
+
+ private:
+  struct Liveness {
+    std::atomic<uint64_t> answered{0};
+    uint64_t sent = 0;
+    bool done = false;  // the task's run() returned
+  };
+
+  void on_task_started();
+  void on_task_finished(uint32_t index, Status status);
+
+  const GraphSpec& spec_;
+  boost::asio::io_context& control_;
+  RunnerHooks hooks_;
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::vector<std::unique_ptr<Liveness>> liveness_;
+  std::vector<std::thread> threads_;
+  std::vector<Status> results_;
+  std::function<void()> on_running_;
+  std::function<void(Status)> on_finished_;
+  std::set<std::string, std::less<>> paused_;
+  uint32_t started_count_ = 0;
+  uint32_t finished_count_ = 0;
+  bool stopping_ = false;
+  bool running_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace sluice::host

@@ -1,0 +1,30 @@
+#include "daemon/reload.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace sluice::host {
+
+ReloadCandidate prepare_reload(const std::filesystem::path& config,
+                               const std::vector<std::filesystem::path>& plugin_dirs,
+                               const GraphSpec& running) {
+  ReloadCandidate out;
+  std::error_code ec;
+  if (!std::filesystem::exists(config, ec)) {
+    out.rejected = "the config file " + config.string() + " does not exist";
+    return out;
+  }
+  auto loaded = load_pipeline(config, plugin_dirs);
+  if (!loaded) {
+    out.rejected = "the new config is invalid (the errors are logged above)";
+    return out;
+  }
+  const AdminSettings& a = loaded->spec.admin;
+  const AdminSettings& b = running.admin;
+  if (a.enabled != b.enabled || a.address != b.address || a.port != b.port || a.token != b.token) {
+    spdlog::warn("reload: [admin] changed; the endpoint keeps its current settings until restart");
+  }
+  out.pipeline = std::make_unique<LoadedPipeline>(std::move(*loaded));
+  return out;
+}
+
+}  // namespace sluice::host

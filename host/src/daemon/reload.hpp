@@ -1,0 +1,27 @@
+// SIGHUP: read and validate the config again before anything changes. The
+// daemon swaps graphs only with a candidate from here; a rejected config
+// leaves the running graph alone.
+#pragma once
+
+#include "cli/pipeline_loader.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+
+struct ReloadCandidate {
+  std::unique_ptr<LoadedPipeline> pipeline;  // null when rejected
+  std::string rejected;                      // why, for the log and STATUS=
+};
+
+// Loads `config` with its plugins and validates it as `sluiced validate` does
+// (the diagnostics go to the log's stream). Settings that a reload cannot
+// change ([admin]) are compared with `running` and a difference is a warning.
+[[nodiscard]] ReloadCandidate prepare_reload(const std::filesystem::path& config,
+                                             const std::vector<std::filesystem::path>& plugin_dirs,
+                                             const GraphSpec& running);
+
+}  // namespace sluice::host

@@ -1,0 +1,200 @@
+// The checkpoint file format and the built-in filesystem store: round trips,
+// listing and removal, a corrupt or truncated newest file (the loader falls back
+// to the previous one), and a disk-write failure (a clear error; the previous
+// checkpoint stays readable; no temporary file is left behind).
+#include "checkpoint/store.hpp"
+#include "checkpoint/coordinator.hpp"
+#include "checkpoint/format.hpp"
+#include "checkpoint/fs_store.hpp"
+#include "registry/plugin_registry.hpp"
+
+#include <sys/resource.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace sluice::host::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+
+Checkpoint sample(uint64_t epoch, int64_t offset) {
+  Checkpoint cp;
+  cp.epoch = epoch;
+  cp.time_ns = 1'700'000'000'000'000'000;
+  cp.pipeline = "p";
+  TaskState t;
+  t.nodes.push_back(NodeState{"src", "from_textfile", SL_ROLE_SOURCE,
+                              Value::object(std::vector<std::pair<std::string, Value>>{
+                                  {"offset", Value::integer(offset)}})});
+  t.nodes.push_back(
+      NodeState{"blob", "x", SL_ROLE_OPERATOR, Value::bytes(std::string("\0\1\2", 3))});
+  cp.tasks.push_back(std::move(t));
+  return cp;
+}
+
+class FsStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("sluice-store-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    ASSERT_TRUE(register_builtin_stores(registry_).is_ok());
+    store_ = open_dir(dir_.string());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<StoreHandle> open_dir(const std::string& dir) {
+    Value cfg =
+        Value::object(std::vector<std::pair<std::string, Value>>{{"dir", Value::string(dir)}});
+    auto h = StoreHandle::open(*registry_.find_store("fs"), "p", cfg);
+    EXPECT_TRUE(h.is_ok()) << h.status().message();
+    return h.is_ok() ? std::move(h).value() : nullptr;
+  }
+  void write(uint64_t epoch, int64_t offset, bool committed = true) {
+    ASSERT_TRUE(store_->write(epoch, encode_checkpoint(sample(epoch, offset))).is_ok());
+    if (committed) {
+      ASSERT_TRUE(store_->mark_committed(epoch).is_ok());
+    }
+  }
+
+  PluginRegistry registry_;
+  fs::path dir_;
+  std::unique_ptr<StoreHandle> store_;
+};
+
+TEST(CheckpointFormat, RoundTripKeepsKindsAndOrder) {
+  Checkpoint cp = sample(7, 42);
+  auto back = decode_checkpoint(encode_checkpoint(cp));
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->epoch, 7u);
+  ASSERT_EQ(back->tasks.size(), 1u);
+  ASSERT_EQ(back->tasks[0].nodes.size(), 2u);
+  EXPECT_EQ(back->tasks[0].nodes[0].state.get("offset")->as_int(), 42);
+  EXPECT_EQ(back->tasks[0].nodes[1].state.kind(), SL_KIND_BYTES);  // JSON would make it a string
+  EXPECT_EQ(back->tasks[0].nodes[1].state.as_str(), std::string("\0\1\2", 3));
+  EXPECT_EQ(back->tasks[0].nodes[0].role, SL_ROLE_SOURCE);
+}
+
+TEST(CheckpointFormat, DamageIsDataLossWithTheReason) {
+  std::string bytes = encode_checkpoint(sample(1, 1));
+  auto truncated = decode_checkpoint(std::string_view(bytes).substr(0, bytes.size() - 3));
+  ASSERT_FALSE(truncated.is_ok());
+  EXPECT_EQ(truncated.status().code(), SL_DATA_LOSS);
+  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos);
+  bytes[bytes.size() - 2] ^= 0x40;
+  auto flipped = decode_checkpoint(bytes);
+  ASSERT_FALSE(flipped.is_ok());
+  EXPECT_NE(flipped.status().message().find("checksum"), std::string::npos);
+  EXPECT_FALSE(decode_checkpoint("hello").is_ok());
+}
+
+TEST_F(FsStoreTest, WriteReadListRemove) {
+  write(1, 10);
+  write(2, 20, /*committed=*/false);
+  auto list = store_->list();
+  ASSERT_TRUE(list.is_ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].epoch, 2u);  // newest first
+  EXPECT_FALSE((*list)[0].committed);
+  EXPECT_TRUE((*list)[1].committed);
+  EXPECT_GT((*list)[0].size, k_header_size);
+  auto bytes = store_->read(1);
+  ASSERT_TRUE(bytes.is_ok());
+  EXPECT_EQ(decode_checkpoint(bytes.value())->tasks[0].nodes[0].state.get("offset")->as_int(), 10);
+  EXPECT_TRUE(fs::exists(dir_ / fs_epoch_file(2)));
+  ASSERT_TRUE(store_->remove(1).is_ok());
+  ASSERT_TRUE(store_->remove(1).is_ok());  // absent: fine
+  EXPECT_EQ(store_->list()->size(), 1u);
+  auto missing = store_->read(1);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), SL_NOT_FOUND);
+}
+
+TEST_F(FsStoreTest, CorruptNewestFallsBackToThePrevious) {
+  write(1, 10);
+  write(2, 20);
+  {
+    std::fstream f(dir_ / fs_epoch_file(2), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(30);
+    f.put('\x7f');
+  }
+  auto loaded = load_newest(*store_, 2);
+  ASSERT_TRUE(loaded.is_ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].checkpoint.epoch, 1u);
+  EXPECT_EQ((*loaded)[0].checkpoint.tasks[0].nodes[0].state.get("offset")->as_int(), 10);
+}
+
+TEST_F(FsStoreTest, TruncatedNewestFallsBackToThePrevious) {
+  write(1, 10);
+  write(2, 20);
+  fs::resize_file(dir_ / fs_epoch_file(2), 20);
+  auto loaded = load_newest(*store_, 2);
+  ASSERT_TRUE(loaded.is_ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].checkpoint.epoch, 1u);
+}
+
+TEST_F(FsStoreTest, UncommittedNewestAlsoLoadsItsPredecessor) {
+  write(1, 10);
+  write(2, 20, /*committed=*/false);
+  auto loaded = load_newest(*store_, 2);
+  ASSERT_TRUE(loaded.is_ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].checkpoint.epoch, 2u);
+  EXPECT_FALSE((*loaded)[0].committed);
+  EXPECT_EQ((*loaded)[1].checkpoint.epoch, 1u);
+}
+
+TEST_F(FsStoreTest, DiskWriteFailureIsAClearErrorAndThePreviousStaysUsable) {
+  write(1, 10);
+  // A real write failure: the file size limit (EFBIG), which applies to root too.
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  Checkpoint big = sample(2, 20);
+  big.tasks[0].nodes[1].state = Value::bytes(std::string(4096, 'x'));
+  Status st = store_->write(2, encode_checkpoint(big));
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.code(), SL_RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.message().find("epoch 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("File too large"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(dir_.string()), std::string::npos) << st.message();
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().extension(), e.path().extension() == ".tmp" ? ".none" : e.path().extension())
+        << "a temporary file was left behind: " << e.path();
+  }
+  auto loaded = load_newest(*store_, 2);
+  ASSERT_TRUE(loaded.is_ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].checkpoint.epoch, 1u);
+}
+
+TEST_F(FsStoreTest, DotDotInDirIsRefused) {
+  Value cfg = Value::object(std::vector<std::pair<std::string, Value>>{
+      {"dir", Value::string((dir_ / ".." / "elsewhere").string())}});
+  auto h = StoreHandle::open(*registry_.find_store("fs"), "p", cfg);
+  ASSERT_FALSE(h.is_ok());
+  EXPECT_NE(h.status().message().find("'..'"), std::string::npos) << h.status().message();
+}
+
+TEST(FsStoreDefaults, DirFollowsStateDirectory) {
+  ::unsetenv("STATE_DIRECTORY");
+  EXPECT_EQ(default_fs_dir("wc"), fs::path("./wc.checkpoints"));
+  ::setenv("STATE_DIRECTORY", "/var/lib/sluice:/var/lib/other", 1);
+  EXPECT_EQ(default_fs_dir("wc"), fs::path("/var/lib/sluice/wc"));
+  ::unsetenv("STATE_DIRECTORY");
+}
+
+}  // namespace
+}  // namespace sluice::host::checkpoint

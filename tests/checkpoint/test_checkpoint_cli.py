@@ -1,0 +1,211 @@
+"""Checkpointing through `sluiced` as a real process (label "integration"):
+`sluiced checkpoints` (text and --json), SIGTERM's final checkpoint (finish is not
+called: a partial window is not emitted twice), a saved state the new config cannot use
+(refused; --reset-state NODE / all), a corrupt newest checkpoint (warning, previous one
+used), and the third-party C sink of examples/ taking part through the SDK alone."""
+
+import json
+import os
+import signal
+import time
+import unittest
+
+from sluice_it import (EXIT_INVALID, EXIT_OK, SluiceTestCase, plugin_file, toml_str,
+                       wait_for)
+
+EXAMPLE_DIR = os.environ.get("SLUICE_CK_EXAMPLE_DIR", "")
+
+
+def windows_config(follow, sink="sink_to_textfile", extra_sink="", op_id="win"):
+    return f"""
+name = "ck"
+[checkpoint]
+interval_ms = 50
+dir = "ck"
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+follow = {"true" if follow else "false"}
+poll_interval_ms = 10
+[operators.{op_id}]
+type = "partition"
+inputs = ["lines"]
+n = 3
+emit_partial = true
+[sinks.out]
+type = "{sink}"
+inputs = ["{op_id}"]
+path = "out.jsonl"
+{extra_sink}
+"""
+
+
+class CheckpointCliTest(SluiceTestCase):
+
+    def wait_log(self, err_path, needle, timeout=20):
+        return wait_for(lambda: needle in self.read(err_path), timeout)
+
+    def run_until_checkpoint_then_term(self, cfg, needle="checkpoint epoch"):
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(self.wait_log(err, needle), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        return self.read(err)
+
+    def test_sigterm_takes_a_final_checkpoint_and_does_not_finish(self):
+        self.write("in.txt", "".join(f"{i}\n" for i in range(1, 11)))
+        cfg = self.write("p.toml", windows_config(follow=True))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(wait_for(lambda: os.path.exists(self.path("out.jsonl")) and
+                                 self.read("out.jsonl").count("\n") == 3, 20), self.read(err))
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        log = self.read(err)
+        self.assertIn("(final)", log)
+        self.assertIn("final checkpoint written", log)
+        # partition's finish (emit_partial) would have emitted ["10"]: it is state, not output.
+        self.assertEqual(self.read("out.jsonl").splitlines(),
+                         ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]'])
+        # Restart on more input, without follow: "10" comes back from the saved window.
+        with open(self.path("in.txt"), "a") as f:
+            f.write("11\n12\n13\n")
+        self.write("p.toml", windows_config(follow=False))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStderr("restoring checkpoint epoch", r)
+        self.assertEqual(self.read("out.jsonl").splitlines(),
+                         ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]',
+                          '["10","11","12"]', '["13"]'])
+
+    def test_reload_keeps_state_through_a_final_checkpoint(self):
+        self.write("in.txt", "".join(f"{i}\n" for i in range(1, 8)))
+        cfg = self.write("p.toml", windows_config(follow=True))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(wait_for(lambda: os.path.exists(self.path("out.jsonl")) and
+                                 self.read("out.jsonl").count("\n") == 2, 20), self.read(err))
+        proc.send_signal(signal.SIGHUP)
+        self.assertTrue(self.wait_log(err, "reload: old graph drained"), self.read(err))
+        self.assertTrue(self.wait_log(err, "restoring checkpoint epoch"), self.read(err))
+        with open(self.path("in.txt"), "a") as f:
+            f.write("8\n9\n")
+        self.assertTrue(wait_for(lambda: self.read("out.jsonl").count("\n") == 3, 20),
+                        self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        # "7" was held in the window across the reload: no partial flush, no loss.
+        self.assertEqual(self.read("out.jsonl").splitlines(),
+                         ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]'])
+
+    def test_checkpoints_lists_epochs_positions_and_sizes(self):
+        self.write("in.txt", "a\nb\nc\nd\n")
+        cfg = self.write("p.toml", windows_config(follow=True))
+        self.run_until_checkpoint_then_term(cfg)
+        r = self.sluiced("checkpoints", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertIn("pipeline 'ck': store 'fs'", r.stdout)
+        self.assertIn("newest usable, committed", r.stdout)
+        self.assertIn('source lines (from_textfile): position {"offset":8}', r.stdout)
+        self.assertRegex(r.stdout, r"node win \(partition\): \d+ bytes of state")
+        j = self.sluiced("checkpoints", cfg, "--json")
+        self.assertExit(j, EXIT_OK)
+        doc = json.loads(j.stdout)
+        newest = [e for e in doc["epochs"] if e["newest"]]
+        self.assertEqual(len(newest), 1)
+        self.assertTrue(newest[0]["committed"])
+        nodes = {n["id"]: n for n in newest[0]["tasks"][0]["nodes"]}
+        self.assertEqual(nodes["lines"]["position"], {"offset": 8})
+        self.assertGreater(nodes["win"]["state_bytes"], 0)
+        self.assertLessEqual(len(doc["epochs"]), 3)  # keep = 3 (the default)
+
+    def test_state_the_new_config_cannot_use_is_refused_unless_reset(self):
+        self.write("in.txt", "a\nb\n")
+        cfg = self.write("p.toml", windows_config(follow=True))
+        self.run_until_checkpoint_then_term(cfg)
+        self.write("p.toml", windows_config(follow=True, op_id="groups"))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertInStderr("node 'win' (partition) has saved state in checkpoint epoch", r)
+        self.assertInStderr("--reset-state", r)
+        self.assertFalse(os.path.exists(self.path("out2.jsonl")))
+        log = self.run_with_reset(cfg, "win")
+        self.assertIn("--reset-state win: the node starts from fresh state", log)
+        self.write("p.toml", windows_config(follow=True, op_id="other"))
+        log = self.run_with_reset(cfg, "all")
+        self.assertIn("--reset-state all", log)
+
+    def run_with_reset(self, cfg, node):
+        proc, _, err = self.spawn("run", cfg, "--reset-state", node)
+        self.assertTrue(self.wait_log(err, "running"), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        return self.read(err)
+
+    def test_corrupt_newest_checkpoint_falls_back_with_a_warning(self):
+        self.write("in.txt", "1\n2\n3\n4\n")
+        cfg = self.write("p.toml", windows_config(follow=True))
+        self.run_until_checkpoint_then_term(cfg)
+        files = sorted(f for f in os.listdir(self.path("ck")) if f.endswith(".ckpt"))
+        self.assertGreaterEqual(len(files), 2, files)
+        with open(self.path("ck", files[-1]), "r+b") as f:
+            f.seek(30)
+            f.write(b"\xff\xfe")
+        r = self.sluiced("checkpoints", cfg)
+        self.assertIn("UNUSABLE", r.stdout)
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(self.wait_log(err, "restoring checkpoint epoch"), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK)
+        log = self.read(err)
+        self.assertIn(f"checkpoint epoch {int(files[-1][6:26])} in store 'fs' is unusable", log)
+        self.assertIn("checksum mismatch", log)
+        self.assertIn(f"restoring checkpoint epoch {int(files[-2][6:26])}", log)
+
+    @unittest.skipUnless(EXAMPLE_DIR and os.path.isdir(EXAMPLE_DIR),
+                         "SLUICE_CK_EXAMPLE_DIR (the example sink's build dir) is not set")
+    def test_third_party_c_sink_is_exactly_once_across_kills(self):
+        n = 3000
+        lines = [f"{i}\n" for i in range(n)]
+        self.write("in.txt", "")
+        cfg = self.write("p.toml", f"""
+name = "ck"
+plugin_dirs = [{toml_str(EXAMPLE_DIR)}]
+[runtime]
+batch_size = 4
+[checkpoint]
+interval_ms = 20
+dir = "ck"
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+follow = true
+poll_interval_ms = 5
+[sinks.out]
+type = "durable_lines"
+inputs = ["lines"]
+path = "out.jsonl"
+""")
+        written = 0
+        for _ in range(5):
+            with open(self.path("in.txt"), "a") as f:
+                f.write("".join(lines[written:written + n // 6]))
+            written += n // 6
+            proc, _, err = self.spawn("run", cfg)
+            self.assertTrue(self.wait_log(err, "checkpoint epoch"), self.read(err))
+            time.sleep(0.05)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        with open(self.path("in.txt"), "a") as f:
+            f.write("".join(lines[written:]))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(self.wait_log(err, "running"), self.read(err))
+        want = [f'"{i}"' for i in range(n)]
+        self.assertTrue(wait_for(lambda: self.read("out.jsonl").splitlines()[-1:] == want[-1:],
+                                 30), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        self.assertEqual(self.read("out.jsonl").splitlines(), want)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,179 @@
+"""SIGKILL torture tests of checkpointing (label "torture"; docs/CHECKPOINTING.md).
+
+A real `sluiced run` on a file pipeline
+
+    from_textfile (follow, a growing input) -> map lower -> filter ne "skip"
+      -> accumulate count_by -> sink_to_textfile
+
+is killed with SIGKILL at random points while a writer thread appends the input,
+restarted after every kill, and finally stopped with SIGTERM (a final checkpoint) once
+all input is reflected. Then the output is checked against the exact sequence of count
+tables the input implies (accumulate emits the whole table after each word):
+
+  - at-least-once (default sink): every expected table appears, no other table does (a
+    lost state would produce smaller counts), and the last line equals the true counts;
+  - exactly-once (exactly_once = true): the output IS the expected sequence, line for line.
+
+SLUICE_TORTURE_KILLS (default 25) sets the number of kills; SLUICE_TORTURE_SEED the
+random seed (printed on failure).
+"""
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+import unittest
+
+from sluice_it import SluiceTestCase, toml_str, wait_for
+
+KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "25"))
+SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
+WORDS = ["Alpha", "beta", "GAMMA", "delta", "skip", "Eps", "zeta", "SKIP", "eta"]
+CHUNK = 40            # lines per append
+CHUNK_PERIOD = 0.004  # seconds between appends: about 10k lines/s
+
+
+class TortureBase(SluiceTestCase):
+    exactly_once = False
+
+    def config(self):
+        return f"""
+name = "torture"
+[runtime]
+batch_size = 8
+[checkpoint]
+interval_ms = 30
+keep = 3
+dir = "ck"
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+follow = true
+poll_interval_ms = 5
+[operators.low]
+type = "map"
+inputs = ["lines"]
+function = "lower"
+[operators.keep]
+type = "filter"
+inputs = ["low"]
+function = {{ name = "ne", args = {{ value = "skip" }} }}
+[operators.counts]
+type = "accumulate"
+inputs = ["keep"]
+function = "count_by"
+start = {{}}
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["counts"]
+path = "out.jsonl"
+exactly_once = {"true" if self.exactly_once else "false"}
+"""
+
+    def run_torture(self):
+        rng = random.Random(SEED)
+        total_lines = max(KILLS, 1) * 800
+        lines = [rng.choice(WORDS) for _ in range(total_lines)]
+        expected, table = [], {}
+        for w in lines:
+            w = w.lower()
+            if w == "skip":
+                continue
+            table[w] = table.get(w, 0) + 1
+            expected.append(dict(table))
+        cfg = self.write("p.toml", self.config())
+        open(self.path("in.txt"), "w").close()
+
+        done = threading.Event()
+
+        def writer():
+            with open(self.path("in.txt"), "a", encoding="utf-8") as f:
+                for i in range(0, total_lines, CHUNK):
+                    f.write("".join(w + "\n" for w in lines[i:i + CHUNK]))
+                    f.flush()
+                    time.sleep(CHUNK_PERIOD)
+            done.set()
+
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        self.addCleanup(t.join)
+
+        restores = 0
+        for k in range(KILLS):
+            proc, _, err = self.spawn("run", cfg)
+            time.sleep(rng.uniform(0.02, 0.15))
+            if proc.poll() is not None:
+                self.fail(f"sluiced exited by itself (code {proc.returncode}) before kill {k} "
+                          f"(seed {SEED}):\n{self.read(err)}")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            if "restoring checkpoint epoch" in self.read(err):
+                restores += 1
+        self.assertTrue(done.wait(120), "the input writer did not finish")
+        # Every kill after the first checkpoint restarted from one.
+        self.assertGreaterEqual(restores, KILLS // 2, f"seed {SEED}")
+
+        final, _, err = self.spawn("run", cfg)
+        # Signals are handled once the daemon runs (before that SIGTERM kills it).
+        self.assertTrue(wait_for(lambda: "running" in self.read(err), 30), self.read(err))
+
+        def complete():
+            try:
+                with open(self.path("out.jsonl"), "rb") as f:
+                    f.seek(0, os.SEEK_END)
+                    size = f.tell()
+                    f.seek(max(0, size - 4096))
+                    tail = f.read().decode("utf-8", "replace").rstrip("\n").split("\n")[-1]
+                return json.loads(tail) == expected[-1]
+            except (OSError, ValueError):
+                return False
+
+        self.assertTrue(wait_for(complete, 120),
+                        f"the output never reached the final counts (seed {SEED}):\n"
+                        f"{self.read(err)[-3000:]}")
+        final.send_signal(signal.SIGTERM)
+        self.assertEqual(final.wait(60), 0, self.read(err)[-3000:])
+        log = self.read(err)
+        self.assertIn("final checkpoint written", log)
+        self.assertIn("restoring checkpoint epoch", log)
+
+        with open(self.path("out.jsonl"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertTrue(text.endswith("\n"), "the output ends with a partial line")
+        got = [json.loads(line) for line in text.splitlines()]
+        return expected, got
+
+
+class AtLeastOnceTorture(TortureBase):
+    exactly_once = False
+
+    def test_sigkill_at_least_once(self):
+        expected, got = self.run_torture()
+        canon = lambda d: json.dumps(d, sort_keys=True)
+        valid = {canon(d) for d in expected}
+        wrong = [d for d in got if canon(d) not in valid]
+        self.assertEqual(wrong[:5], [], f"tables no prefix of the input produces (lost or "
+                                        f"recomputed state; seed {SEED})")
+        seen = {canon(d) for d in got}
+        missing = [i for i, d in enumerate(expected) if canon(d) not in seen]
+        self.assertEqual(missing[:5], [], f"inputs not reflected in the output (seed {SEED})")
+        self.assertEqual(got[-1], expected[-1])
+        self.assertGreaterEqual(len(got), len(expected))
+
+
+class ExactlyOnceTorture(TortureBase):
+    exactly_once = True
+
+    def test_sigkill_exactly_once(self):
+        expected, got = self.run_torture()
+        self.assertEqual(len(got), len(expected), f"seed {SEED}")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            if g != e:
+                self.fail(f"line {i + 1}: got {g}, expected {e} (seed {SEED})")
+        self.assertEqual(got[-1], expected[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()

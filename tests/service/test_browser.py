@@ -1,0 +1,181 @@
+"""The live graph page in headless Chromium, driven through chromedriver's W3C WebDriver
+HTTP API (plain urllib): the page draws every node, the rates it shows move while data
+flows, and its pause button stops a source (and resume starts it again)."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from service_it import admin_url, http, read_text
+from sluice_it import EXIT_OK, SluiceTestCase, toml_str, wait_for
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C element reference key
+
+PIPELINE = """
+name = "live"
+[admin]
+port = 0
+token = "t0ken"
+[sources.ticks]
+type = "from_periodic"
+interval_ms = 10
+[operators.keep]
+type = "filter"
+inputs = ["ticks"]
+function = {{ name = "ge", args = {{ value = 0 }} }}
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["keep"]
+path = {out}
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class WebDriver:
+    def __init__(self, base):
+        self.base = base
+        self.session = None
+
+    def call(self, method, path, body=None, timeout=60):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return json.loads(r.read() or b"{}").get("value")
+        except urllib.error.HTTPError as e:
+            raise AssertionError(f"WebDriver {method} {path}: {e.code} {e.read()[:2000]!r}")
+
+    def start(self, user_data_dir):
+        caps = {"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                         "--disable-background-networking", "--disable-dev-shm-usage",
+                         f"--user-data-dir={user_data_dir}"],
+            }}}}
+        self.session = self.call("POST", "/session", caps)["sessionId"]
+
+    def quit(self):
+        if self.session:
+            try:
+                self.call("DELETE", f"/session/{self.session}", timeout=20)
+            except Exception:  # noqa: BLE001 (best effort at cleanup)
+                pass
+
+    def s(self, path):
+        return f"/session/{self.session}{path}"
+
+    def go(self, url):
+        self.call("POST", self.s("/url"), {"url": url})
+
+    def text(self, element_id):
+        """textContent of #element_id, or None when absent."""
+        return self.call("POST", self.s("/execute/sync"), {
+            "script": "const e = document.getElementById(arguments[0]);"
+                      "return e ? e.textContent : null;",
+            "args": [element_id]})
+
+    def click(self, element_id):
+        ref = self.call("POST", self.s("/element"), {"using": "css selector",
+                                                     "value": "#" + element_id})
+        self.call("POST", self.s(f"/element/{ref[ELEMENT]}/click"), {})
+
+
+def number(text):
+    try:
+        return float(text.rstrip("/s"))
+    except (AttributeError, ValueError):
+        return None
+
+
+@unittest.skipUnless(CHROMIUM and CHROMEDRIVER,
+                     "SKIPPED: chromium and chromium-driver are not installed "
+                     "(scripts/setup.sh installs them)")
+class LivePageTest(SluiceTestCase):
+    def test_rates_move_and_pause_stops_a_source(self):
+        cfg = self.write("p.toml", PIPELINE.format(out=toml_str(self.path("out.txt"))))
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 20))
+
+        port = free_port()
+        log = open(self.path("chromedriver.log"), "wb")
+        self.addCleanup(log.close)
+        driver_proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=log,
+                                       stderr=subprocess.STDOUT)
+
+        def stop_driver():
+            driver_proc.terminate()
+            try:
+                driver_proc.wait(10)
+            except subprocess.TimeoutExpired:
+                driver_proc.kill()
+                driver_proc.wait()
+        self.addCleanup(stop_driver)
+        driver = WebDriver(f"http://127.0.0.1:{port}")
+
+        def driver_up():
+            try:
+                return driver.call("GET", "/status", timeout=2).get("ready")
+            except Exception:  # noqa: BLE001 (not listening yet)
+                return False
+        self.assertTrue(wait_for(driver_up, 30), read_text(self.path("chromedriver.log")))
+        driver.start(self.mkdir("chrome-profile"))
+        self.addCleanup(driver.quit)
+
+        # The token travels in the fragment, which the page sends as a bearer header.
+        driver.go(base + "/#token=t0ken")
+        self.assertTrue(wait_for(lambda: driver.text("rate-out") not in (None, ""), 20),
+                        f"the page did not draw the graph: state={driver.text('state')!r}")
+        for node in ("ticks", "keep", "out"):
+            self.assertIsNotNone(driver.text("node-" + node), f"node {node} not drawn")
+        self.assertEqual(driver.text("title"), "sluiced: live")
+
+        # Rates move while data flows: ~100/s from a 10 ms source.
+        self.assertTrue(wait_for(lambda: (number(driver.text("out-rate-ticks")) or 0) > 20, 10),
+                        f"source rate shown: {driver.text('out-rate-ticks')!r}")
+        self.assertTrue(wait_for(lambda: (number(driver.text("rate-out")) or 0) > 20, 10),
+                        f"sink rate shown: {driver.text('rate-out')!r}")
+        count1 = number(driver.text("in-out"))
+        time.sleep(1.5)
+        count2 = number(driver.text("in-out"))
+        self.assertGreater(count2, count1, "the sink's count did not move on the page")
+
+        # The pause button stops the source: the page shows it paused, the rate falls to 0.
+        driver.click("pause-ticks")
+        self.assertTrue(wait_for(lambda: driver.text("status-ticks") == "paused", 5))
+        self.assertTrue(wait_for(lambda: number(driver.text("out-rate-ticks")) == 0, 5),
+                        f"rate while paused: {driver.text('out-rate-ticks')!r}")
+        frozen = number(driver.text("in-out"))
+        time.sleep(1.5)
+        self.assertEqual(number(driver.text("in-out")), frozen, "data flowed while paused")
+        stats = json.loads(http("GET", base + "/stats", {"Authorization": "Bearer t0ken"})[2])
+        self.assertTrue([n for n in stats["nodes"] if n["id"] == "ticks"][0]["paused"])
+
+        driver.click("resume-ticks")
+        self.assertTrue(wait_for(lambda: driver.text("status-ticks") == "", 5))
+        self.assertTrue(wait_for(lambda: (number(driver.text("out-rate-ticks")) or 0) > 20, 10),
+                        f"rate after resume: {driver.text('out-rate-ticks')!r}")
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+
+if __name__ == "__main__":
+    unittest.main()

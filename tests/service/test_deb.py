@@ -1,0 +1,138 @@
+"""`cpack -G DEB` builds a .deb from the build tree; its contents have the documented
+layout (daemon, plugins, SDK headers, CMake package, sluice.pc, unit, example config as a
+conffile), its control data names the dependencies and the user-creating postinst; and the
+packaged sluiced, unpacked into a scratch root (dpkg -x), runs the packaged example config."""
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import unittest
+
+from service_it import NotifySocket, admin_url, http, read_text
+from sluice_it import EXIT_OK, SluiceTestCase, wait_for
+
+CPACK = shutil.which("cpack")
+DPKG_DEB = shutil.which("dpkg-deb")
+BUILD = os.environ.get("SLUICE_BUILD_DIR", "")
+E = os.environ.get
+
+
+@unittest.skipUnless(CPACK and DPKG_DEB and shutil.which("dpkg-shlibdeps"),
+                     "SKIPPED: cpack, dpkg-deb or dpkg-shlibdeps (dpkg-dev) is not installed")
+class DebTest(SluiceTestCase):
+    deb = None
+    root = None
+    workdir = None
+
+    @classmethod
+    def setUpClass(cls):
+        # One package for the whole module: building it is the slow part (a few seconds).
+        import tempfile
+        cls.workdir = tempfile.mkdtemp(prefix="sluice-deb-")
+        os.chmod(cls.workdir, 0o755)
+        r = subprocess.run([CPACK, "-G", "DEB", "--config", os.path.join(BUILD, "CPackConfig.cmake"),
+                            "-B", cls.workdir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=240, check=False)
+        cls.cpack_output = r.stdout
+        debs = glob.glob(os.path.join(cls.workdir, "*.deb"))
+        cls.deb = debs[0] if r.returncode == 0 and len(debs) == 1 else None
+        if cls.deb:
+            cls.root = os.path.join(cls.workdir, "root")
+            subprocess.run(["dpkg", "-x", cls.deb, cls.root], check=True, timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.workdir and not os.environ.get("SLUICE_IT_KEEP"):
+            shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    def setUp(self):
+        super().setUp()
+        if not self.deb:
+            self.fail(f"cpack failed:\n{self.cpack_output}")
+
+    def in_root(self, path):
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def control(self, field):
+        return subprocess.run([DPKG_DEB, "-f", self.deb, field], stdout=subprocess.PIPE,
+                              text=True, check=True).stdout.strip()
+
+    def test_layout(self):
+        libdir = E("SLUICE_INSTALL_LIBDIR")
+        expected = [
+            E("SLUICE_INSTALL_BINDIR") + "/sluiced",
+            libdir + "/sluice/plugins/libsluice_core_ops.so",
+            libdir + "/sluice/plugins/libsluice_sinks.so",
+            E("SLUICE_INSTALL_INCLUDEDIR") + "/sluice/sluice.h",
+            E("SLUICE_INSTALL_INCLUDEDIR") + "/sluice/sluice.hpp",
+            libdir + "/cmake/Sluice/SluiceConfig.cmake",
+            libdir + "/cmake/Sluice/SluiceConfigVersion.cmake",
+            libdir + "/pkgconfig/sluice.pc",
+            E("SLUICE_INSTALL_UNITDIR") + "/sluiced.service",
+            E("SLUICE_INSTALL_CONFIG"),
+        ]
+        missing = [p for p in expected if not os.path.isfile(self.in_root(p))]
+        listing = subprocess.run([DPKG_DEB, "-c", self.deb], stdout=subprocess.PIPE, text=True,
+                                 check=True).stdout
+        self.assertEqual(missing, [], listing)
+        self.assertTrue(os.access(self.in_root(expected[0]), os.X_OK))
+        # Nothing of the test suite is packaged.
+        self.assertNotIn("service_stall", listing)
+        self.assertNotIn("broken", listing)
+        # The unit runs the packaged binary on the packaged config.
+        unit = read_text(self.in_root(E("SLUICE_INSTALL_UNITDIR") + "/sluiced.service"))
+        self.assertIn(f"ExecStart={expected[0]} run {E('SLUICE_INSTALL_CONFIG')}", unit)
+
+    def test_control_data(self):
+        self.assertEqual(self.control("Package"), "sluice")
+        depends = self.control("Depends")
+        for dep in ("adduser", "libc6", "libsystemd0"):
+            self.assertIn(dep, depends)
+        info = os.path.join(self.workdir, "control")
+        subprocess.run([DPKG_DEB, "-e", self.deb, info], check=True)
+        postinst = read_text(os.path.join(info, "postinst"))
+        self.assertIn("adduser --system", postinst)
+        self.assertTrue(os.access(os.path.join(info, "postinst"), os.X_OK))
+        self.assertEqual(read_text(os.path.join(info, "conffiles")).split(),
+                         [E("SLUICE_INSTALL_CONFIG")])
+        # The maintainer scripts are valid sh.
+        for script in ("postinst", "prerm", "postrm"):
+            subprocess.run(["sh", "-n", os.path.join(info, script)], check=True)
+
+    def test_packaged_sluiced_runs_the_example_config(self):
+        sluiced = self.in_root(E("SLUICE_INSTALL_BINDIR") + "/sluiced")
+        plugins = self.in_root(E("SLUICE_INSTALL_LIBDIR") + "/sluice/plugins")
+        config = self.in_root(E("SLUICE_INSTALL_CONFIG"))
+        # The example binds the admin endpoint's default port, which may be taken here.
+        text = read_text(config).replace("port = 9850", "port = 0")
+        text = text.replace("interval_ms = 10000", "interval_ms = 50")
+        cfg = self.write("sluiced.toml", text)
+        env = self.env(plugin_path=plugins)
+        version = subprocess.run([sluiced, "--version"], stdout=subprocess.PIPE, text=True,
+                                 env=env, check=True).stdout
+        self.assertTrue(version.startswith("sluiced "), version)
+        r = subprocess.run([sluiced, "validate", cfg], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env, timeout=60, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        sock = NotifySocket(self.path("notify.sock"))
+        self.addCleanup(sock.close)
+        env["NOTIFY_SOCKET"] = sock.path
+        out, err = self.path("run.stdout"), self.path("run.stderr")
+        with open(out, "wb") as o, open(err, "wb") as e:
+            proc = subprocess.Popen([sluiced, "run", cfg], env=env, cwd=self.tmp,
+                                    stdout=o, stderr=e, stdin=subprocess.DEVNULL)
+        self._procs.append(proc)
+        sock.wait("READY", "1")
+        base = admin_url(err)
+        self.assertEqual(http("GET", base + "/healthz")[0], 200)
+        self.assertTrue(wait_for(lambda: read_text(out).count("\n") >= 3, 10), read_text(err))
+        self.assertEqual(read_text(out).splitlines()[:3], ["0", "1", "2"])
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+
+if __name__ == "__main__":
+    unittest.main()
