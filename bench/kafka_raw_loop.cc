@@ -1,0 +1,322 @@
+// Benchmark 3 of issue 7: the Kafka side tools, on librdkafka's C API only.
+//
+//   kafka_raw_loop loop    --brokers B --in TOPIC --out TOPIC [--stop-at-end] [-X key=value]...
+//       The baseline: a plain consume -> produce loop (every partition of TOPIC assigned from
+//       the beginning, no group, each message produced to --out with its key; payload
+//       copied). With --stop-at-end it exits once every partition reached its end and all
+//       deliveries are done, like sluice's from_kafka stop_at_end; otherwise on SIGTERM.
+//   kafka_raw_loop produce --brokers B --topic TOPIC --count N [--size 100] [--rate MSG/S]
+//       Produces N keyed messages of --size bytes whose first 16 bytes are the send time
+//       (µs since the epoch, decimal), as fast as possible or at --rate; prints a JSON line.
+//   kafka_raw_loop measure --brokers B --topic TOPIC --count N [--timeout-s S]
+//       Reads every partition from the beginning until N messages arrived; prints a JSON
+//       line with the latency (receive time - send time in the payload) p50/p99 in ms and
+//       the receive rate.
+//
+// -X key=value sets a librdkafka property on the loop's consumer and producer (the same
+// settings the sluice pipeline is given); later -X win.
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "kafka_raw_loop: %s\n", what.c_str());
+  std::exit(1);
+}
+
+struct Options {
+  std::string mode, brokers, in, out, topic;
+  int64_t count = 0, size = 100, rate = 0, timeout_s = 120;
+  bool stop_at_end = false;
+  std::vector<std::pair<std::string, std::string>> props;
+};
+
+Options parse(int argc, char** argv) {
+  if (argc < 2) die("usage: kafka_raw_loop loop|produce|measure --brokers B ...");
+  Options o;
+  o.mode = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) die("missing value after " + std::string(a));
+      return argv[++i];
+    };
+    if (a == "--brokers") {
+      o.brokers = value();
+    } else if (a == "--in") {
+      o.in = value();
+    } else if (a == "--out") {
+      o.out = value();
+    } else if (a == "--topic") {
+      o.topic = value();
+    } else if (a == "--count") {
+      o.count = std::atoll(value().c_str());
+    } else if (a == "--size") {
+      o.size = std::max<int64_t>(16, std::atoll(value().c_str()));
+    } else if (a == "--rate") {
+      o.rate = std::atoll(value().c_str());
+    } else if (a == "--timeout-s") {
+      o.timeout_s = std::atoll(value().c_str());
+    } else if (a == "--stop-at-end") {
+      o.stop_at_end = true;
+    } else if (a == "-X") {
+      std::string kv = value();
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos) die("-X wants key=value, got " + kv);
+      o.props.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else {
+      die("unknown argument " + std::string(a));
+    }
+  }
+  if (o.brokers.empty()) die("--brokers is required");
+  return o;
+}
+
+void set(rd_kafka_conf_t* conf, const std::string& key, const std::string& value) {
+  char err[512];
+  if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+    die("config " + key + "=" + value + ": " + err);
+  }
+}
+
+rd_kafka_t* make_client(rd_kafka_type_t type, const Options& o,
+                        const std::vector<std::pair<std::string, std::string>>& defaults) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  set(conf, "bootstrap.servers", o.brokers);
+  for (const auto& [k, v] : defaults) set(conf, k, v);
+  for (const auto& [k, v] : o.props) {
+    // A property meant for the other client type is ignored quietly, as the same -X list
+    // goes to both (librdkafka only warns on the wrong type).
+    set(conf, k, v);
+  }
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+  if (!rk) die(std::string("rd_kafka_new: ") + err);
+  return rk;
+}
+
+// Assigns every partition of `topic` from the beginning; returns the partition count.
+int assign_all(rd_kafka_t* consumer, const std::string& topic) {
+  rd_kafka_topic_t* t = rd_kafka_topic_new(consumer, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (rd_kafka_metadata(consumer, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        md->topics[0].partition_cnt > 0) {
+      break;
+    }
+    if (md) rd_kafka_metadata_destroy(md);
+    md = nullptr;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  rd_kafka_topic_destroy(t);
+  if (!md) die("no metadata for topic " + topic);
+  const int partitions = md->topics[0].partition_cnt;
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) {
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), md->topics[0].partitions[p].id)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
+  }
+  rd_kafka_metadata_destroy(md);
+  if (rd_kafka_assign(consumer, list) != RD_KAFKA_RESP_ERR_NO_ERROR) die("assign failed");
+  rd_kafka_topic_partition_list_destroy(list);
+  return partitions;
+}
+
+std::atomic<int64_t> g_delivery_errors{0};
+void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+  if (m->err) g_delivery_errors.fetch_add(1);
+}
+
+// Produces one message, waiting (polling delivery reports) while the local queue is full.
+void produce(rd_kafka_t* producer, rd_kafka_topic_t* topic, const void* payload, size_t len,
+             const void* key, size_t key_len) {
+  for (;;) {
+    if (rd_kafka_produce(topic, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
+                         const_cast<void*>(payload), len, key, key_len, nullptr) == 0) {
+      return;
+    }
+    if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      die(std::string("produce: ") + rd_kafka_err2str(rd_kafka_last_error()));
+    }
+    rd_kafka_poll(producer, 10);
+  }
+}
+
+int run_loop(const Options& o) {
+  if (o.in.empty() || o.out.empty()) die("loop needs --in and --out");
+  // The same client settings as the sluice pipeline (from_kafka / to_kafka defaults).
+  rd_kafka_t* consumer = make_client(RD_KAFKA_CONSUMER, o,
+                                     {{"group.id", "kafka_raw_loop"},  // required by assign
+                                      {"enable.auto.commit", "false"},
+                                      {"enable.partition.eof", o.stop_at_end ? "true" : "false"},
+                                      {"queued.max.messages.kbytes", "16384"},
+                                      {"fetch.wait.max.ms", "10"}});
+  Options po = o;
+  po.props.clear();
+  for (const auto& kv : o.props) {
+    if (kv.first.rfind("fetch.", 0) != 0 && kv.first.rfind("queued.", 0) != 0) {
+      po.props.push_back(kv);
+    }
+  }
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  set(conf, "bootstrap.servers", o.brokers);
+  set(conf, "enable.idempotence", "true");
+  for (const auto& [k, v] : po.props) set(conf, k, v);
+  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  char err[512];
+  rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (!producer) die(std::string("producer: ") + err);
+  rd_kafka_topic_t* out = rd_kafka_topic_new(producer, o.out.c_str(), nullptr);
+
+  const int partitions = assign_all(consumer, o.in);
+  int at_end = 0;
+  int64_t moved = 0;
+  const int64_t start = now_us();
+  while (!g_stop) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 100);
+    rd_kafka_poll(producer, 0);
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      rd_kafka_message_destroy(m);
+      if (++at_end == partitions) break;
+      continue;
+    }
+    if (m->err) {
+      std::fprintf(stderr, "kafka_raw_loop: consume: %s\n", rd_kafka_message_errstr(m));
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    produce(producer, out, m->payload, m->len, m->key, m->key_len);
+    ++moved;
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_flush(producer, 60000);
+  const double seconds = static_cast<double>(now_us() - start) / 1e6;
+  std::printf("{\"moved\": %lld, \"seconds\": %.3f, \"delivery_errors\": %lld}\n",
+              static_cast<long long>(moved), seconds,
+              static_cast<long long>(g_delivery_errors.load()));
+  rd_kafka_topic_destroy(out);
+  rd_kafka_destroy(producer);
+  rd_kafka_consumer_close(consumer);
+  rd_kafka_destroy(consumer);
+  return g_delivery_errors.load() == 0 ? 0 : 1;
+}
+
+int run_produce(const Options& o) {
+  if (o.topic.empty() || o.count <= 0) die("produce needs --topic and --count");
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  set(conf, "bootstrap.servers", o.brokers);
+  set(conf, "linger.ms", "5");
+  set(conf, "queue.buffering.max.messages", "1000000");
+  for (const auto& [k, v] : o.props) set(conf, k, v);
+  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  char err[512];
+  rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (!producer) die(std::string("producer: ") + err);
+  rd_kafka_topic_t* topic = rd_kafka_topic_new(producer, o.topic.c_str(), nullptr);
+  std::string payload(static_cast<size_t>(o.size), 'x');
+  const int64_t start = now_us();
+  for (int64_t i = 0; i < o.count && !g_stop; ++i) {
+    if (o.rate > 0) {  // paced: message i is due at start + i / rate
+      const int64_t due = start + i * 1'000'000 / o.rate;
+      int64_t now = now_us();
+      while (now < due) {
+        rd_kafka_poll(producer, 0);
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min<int64_t>(due - now, 500)));
+        now = now_us();
+      }
+    }
+    char stamp[32];
+    std::snprintf(stamp, sizeof stamp, "%016lld", static_cast<long long>(now_us()));
+    std::memcpy(payload.data(), stamp, 16);
+    const std::string key = std::to_string(i);
+    produce(producer, topic, payload.data(), payload.size(), key.data(), key.size());
+    if ((i & 255) == 0) rd_kafka_poll(producer, 0);
+  }
+  rd_kafka_flush(producer, 60000);
+  const double seconds = static_cast<double>(now_us() - start) / 1e6;
+  std::printf("{\"produced\": %lld, \"seconds\": %.3f, \"delivery_errors\": %lld}\n",
+              static_cast<long long>(o.count), seconds,
+              static_cast<long long>(g_delivery_errors.load()));
+  rd_kafka_topic_destroy(topic);
+  rd_kafka_destroy(producer);
+  return g_delivery_errors.load() == 0 ? 0 : 1;
+}
+
+int run_measure(const Options& o) {
+  if (o.topic.empty() || o.count <= 0) die("measure needs --topic and --count");
+  rd_kafka_t* consumer = make_client(RD_KAFKA_CONSUMER, o,
+                                     {{"group.id", "kafka_raw_loop_measure"},
+                                      {"enable.auto.commit", "false"},
+                                      {"fetch.wait.max.ms", "10"}});
+  assign_all(consumer, o.topic);
+  std::vector<int64_t> latency_us;
+  latency_us.reserve(static_cast<size_t>(o.count));
+  int64_t first = 0, last = 0;
+  const int64_t deadline = now_us() + o.timeout_s * 1'000'000;
+  while (!g_stop && static_cast<int64_t>(latency_us.size()) < o.count && now_us() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 100);
+    if (!m) continue;
+    if (!m->err && m->len >= 16) {
+      const int64_t now = now_us();
+      char ts[17];
+      std::memcpy(ts, m->payload, 16);
+      ts[16] = 0;
+      latency_us.push_back(now - std::atoll(ts));
+      if (!first) first = now;
+      last = now;
+    }
+    rd_kafka_message_destroy(m);
+  }
+  std::sort(latency_us.begin(), latency_us.end());
+  auto pct = [&](double q) {
+    if (latency_us.empty()) return 0.0;
+    size_t i = std::min(latency_us.size() - 1, static_cast<size_t>(q * latency_us.size()));
+    return static_cast<double>(latency_us[i]) / 1000.0;
+  };
+  const double span = static_cast<double>(last - first) / 1e6;
+  std::printf(
+      "{\"received\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
+      "\"receive_seconds\": %.3f, \"first_us\": %lld, \"last_us\": %lld}\n",
+      latency_us.size(), pct(0.50), pct(0.99), pct(1.0), span, static_cast<long long>(first),
+      static_cast<long long>(last));
+  rd_kafka_consumer_close(consumer);
+  rd_kafka_destroy(consumer);
+  return static_cast<int64_t>(latency_us.size()) == o.count ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  const Options o = parse(argc, argv);
+  if (o.mode == "loop") return run_loop(o);
+  if (o.mode == "produce") return run_produce(o);
+  if (o.mode == "measure") return run_measure(o);
+  die("unknown mode " + o.mode + " (loop, produce, measure)");
+}
