@@ -146,6 +146,7 @@ Zip::Zip(Context /*ctx*/, const Config& cfg) : maxsize_(maxsize_of(cfg)) {
   buffers_.resize(n);
   ended_.assign(n, false);
   paused_.assign(n, false);
+  reported_depth_.assign(n, SIZE_MAX);
 }
 
 Status Zip::start(Context ctx) {
@@ -154,6 +155,12 @@ Status Zip::start(Context ctx) {
 }
 
 void Zip::update_backpressure(Context ctx, uint32_t input) {
+  // Also reports the input's buffer length, when it changed (once per batch at most).
+  if (reported_depth_[input] != buffers_[input].size()) {
+    reported_depth_[input] = buffers_[input].size();
+    ctx.gauge_set("queue_depth", "input=" + std::to_string(input),
+                  static_cast<double>(buffers_[input].size()));
+  }
   const bool full = !exhausted_ && buffers_[input].size() >= maxsize_;
   if (paused_[input] == full) return;
   paused_[input] = full;

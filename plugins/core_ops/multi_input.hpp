@@ -63,6 +63,7 @@ class Zip final : public sdk::Operator {
   std::vector<std::deque<Held>> buffers_;
   std::vector<bool> ended_;
   std::vector<bool> paused_;
+  std::vector<size_t> reported_depth_;  // queue_depth{input="i"} last reported, per input
   bool exhausted_ = false;
   uint64_t dropped_ = 0;
   std::vector<sdk::Value> out_values_;  // per-batch scratch: the arrays to emit

@@ -21,6 +21,20 @@ namespace sluice::core_ops {
 /// core_ops have helpers of similar names).
 namespace timed {
 
+/// Reports a queue's length as gauge `queue_depth` of the node (sluice_node_queue_depth on
+/// /metrics), only when it changed since the last report.
+class DepthGauge {
+ public:
+  void report(sdk::Context ctx, size_t depth) noexcept {
+    if (depth == last_) return;
+    last_ = depth;
+    ctx.gauge_set("queue_depth", "", static_cast<double>(depth));
+  }
+
+ private:
+  size_t last_ = SIZE_MAX;
+};
+
 /// A message kept by a node across callbacks: owns its value, key and headers.
 struct HeldMessage {
   sdk::Value value;
@@ -203,6 +217,7 @@ class Buffer final : public sdk::Operator {
 
   size_t n_;
   std::deque<timed::HeldMessage> queue_;
+  timed::DepthGauge depth_;
   bool drain_scheduled_ = false;
   bool full_ = false;
   std::vector<sl_message> out_;
@@ -278,6 +293,7 @@ class RateLimit final : public sdk::Operator {
   size_t max_queued_;
   int64_t next_ns_ = INT64_MIN;  // earliest time the next element may go out
   std::deque<timed::HeldMessage> queue_;
+  timed::DepthGauge depth_;
   bool full_ = false;
 };
 
@@ -325,6 +341,7 @@ class Delay final : public sdk::Operator {
   int64_t interval_ns_;
   size_t max_queued_;
   std::deque<Waiting> queue_;
+  timed::DepthGauge depth_;
   bool full_ = false;
   std::vector<sl_message> out_;
 };

@@ -80,6 +80,7 @@ void run_posted(sl_context* raw, void* self) noexcept {
 Buffer::Buffer(Context /*ctx*/, const Config& cfg) : n_(positive_count(cfg, "n")) {}
 
 Status Buffer::start(Context ctx) {
+  depth_.report(ctx, queue_.size());
   if (queue_.empty()) return {};  // restored with a queue: drain it on the first turn
   if (queue_.size() >= n_) {
     full_ = true;
@@ -98,6 +99,7 @@ Status Buffer::schedule_drain(Context ctx) {
 
 Status Buffer::process(Context ctx, uint32_t /*input*/, Batch batch) {
   for (const sl_message& m : batch) queue_.push_back(HeldMessage::of(m));
+  depth_.report(ctx, queue_.size());
   if (queue_.size() >= n_ && !full_) {
     full_ = true;
     ctx.set_backpressure(true);
@@ -111,6 +113,7 @@ Status Buffer::drain(Context ctx) {
   // later turn may add more) waits for the next drain.
   std::deque<HeldMessage> batch;
   batch.swap(queue_);
+  depth_.report(ctx, 0);
   if (full_) {
     full_ = false;
     ctx.set_backpressure(false);
@@ -195,6 +198,7 @@ Status RateLimit::arm(Context ctx) {
 }
 
 void RateLimit::update_backpressure(Context ctx) {
+  depth_.report(ctx, queue_.size());
   const bool full = queue_.size() >= max_queued_;
   if (full != full_) {
     full_ = full;
@@ -270,6 +274,7 @@ Status Delay::arm(Context ctx) {
 }
 
 void Delay::update_backpressure(Context ctx) {
+  depth_.report(ctx, queue_.size());
   const bool full = queue_.size() >= max_queued_;
   if (full != full_) {
     full_ = full;

@@ -396,6 +396,53 @@ void KafkaSource::mark_processed(const TopicPartition& tp, int64_t offset) {
   next = std::max(next, offset + 1);
 }
 
+static std::string lag_labels(const std::pair<std::string, int32_t>& tp) {
+  return "topic=" + tp.first + ",partition=" + std::to_string(tp.second);
+}
+
+void KafkaSource::report_lag(Context ctx) {
+  const int64_t now = ctx.now_ns();
+  if (lag_reported_ns_ >= 0 && now - lag_reported_ns_ < 1'000'000'000) return;
+  lag_reported_ns_ = now;
+  if (!shared_->handle) return;
+  for (auto it = lag_reported_.begin(); it != lag_reported_.end();) {
+    if (assigned_.count(*it) == 0) {
+      ctx.gauge_remove("kafka_consumer_lag", lag_labels(*it));
+      it = lag_reported_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const TopicPartition& tp : assigned_) {
+    int64_t low = 0, high = 0;
+    // Cached from the last fetch response: never blocks.
+    if (rd_kafka_get_watermark_offsets(rk(), tp.first.c_str(), tp.second, &low, &high) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        high < 0) {
+      continue;
+    }
+    // The next offset to process: what was emitted, else librdkafka's fetch position.
+    int64_t next = -1;
+    if (auto p = processed_.find(tp); p != processed_.end()) {
+      next = p->second;
+    } else {
+      PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
+      rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second);
+      if (rd_kafka_position(rk(), list.get()) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        next = list->elems[0].offset;
+      }
+    }
+    if (next < 0) continue;  // no position yet (nothing fetched): lag unknown
+    ctx.gauge_set("kafka_consumer_lag", lag_labels(tp),
+                  static_cast<double>(std::max<int64_t>(high - next, 0)));
+    lag_reported_.insert(tp);
+  }
+}
+
+void KafkaSource::remove_lag(const TopicPartition& tp) {
+  if (lag_reported_.erase(tp) > 0) ctx_.gauge_remove("kafka_consumer_lag", lag_labels(tp));
+}
+
 Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
   if (done_) return SourceState::done;
   if (!failure_.is_ok()) return failure_;
@@ -464,6 +511,7 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
     for (const auto& [tp, offset] : positions) mark_processed(tp, offset);
   }
 
+  report_lag(ctx);
   if (!drained) return SourceState::more;
   if (stop_at_end_ && at_end(ctx)) {
     SLUICE_SDK_RETURN_IF_ERROR(close(ctx));
@@ -549,7 +597,10 @@ bool KafkaSource::at_end(Context ctx) {
 
 Status KafkaSource::on_timer(Context ctx, uint64_t timer_id) {
   switch (timer_id) {
-    case k_poll_timer: ctx.wake(); return ctx.timer_start(k_poll_timer, poll_interval_);
+    case k_poll_timer:
+      ctx.wake();
+      if (!closed_) report_lag(ctx);  // also while back-pressure keeps poll() from running
+      return ctx.timer_start(k_poll_timer, poll_interval_);
     case k_commit_timer:
       if (closed_ || checkpointing_) return {};
       SLUICE_SDK_RETURN_IF_ERROR(commit(true));
@@ -573,6 +624,7 @@ void KafkaSource::stop(Context ctx) {
 Status KafkaSource::close(Context ctx) {
   if (closed_ || !shared_->handle) return {};
   closed_ = true;
+  while (!lag_reported_.empty()) remove_lag(*lag_reported_.begin());
   ctx.timer_cancel(k_poll_timer);
   ctx.timer_cancel(k_commit_timer);
   ctx.timer_cancel(k_refresh_timer);
@@ -692,6 +744,7 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
     }
     for (int i = 0; i < parts->cnt; ++i) {
       const TopicPartition tp{parts->elems[i].topic, parts->elems[i].partition};
+      remove_lag(tp);
       assigned_.erase(tp);
       at_eof_.erase(tp);
       processed_.erase(tp);

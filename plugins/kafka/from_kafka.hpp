@@ -175,6 +175,11 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
 
   /// stop_at_end: true when every assigned partition is at its end (and the grace passed).
   bool at_end(sdk::Context ctx);
+  /// Reports gauge kafka_consumer_lag per assigned partition (high watermark - next offset
+  /// to process), from librdkafka's cached watermarks; at most once a second.
+  void report_lag(sdk::Context ctx);
+  /// Removes the lag gauge of `tp` (revoked, or the source closed).
+  void remove_lag(const TopicPartition& tp);
   /// Final commit, leave the group / stop fetching; idempotent. Bounded by close_timeout_ms.
   sdk::Status close(sdk::Context ctx);
 
@@ -211,6 +216,8 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   std::map<TopicPartition, int64_t> processed_;  // next offset to commit
   std::map<TopicPartition, int64_t> committed_;
   int64_t all_at_end_since_ns_ = -1;
+  int64_t lag_reported_ns_ = -1;           // when report_lag last ran
+  std::set<TopicPartition> lag_reported_;  // partitions with a lag gauge
 
   // Checkpoints.
   bool checkpointing_ = false;                  // offsets committed only in checkpoint_commit

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
+#include <utility>
 
 namespace sluice::host {
 
@@ -169,6 +171,25 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
   for (size_t i = 0; i < all.size(); ++i) {
     put(fmt::format("sluice_node_backpressure_seconds_total{{{}}} {}\n", labels(i),
                     all[i].backpressure_ns / 1e9));
+  }
+
+  // Plugin-reported gauges (sl_host_api.gauge_set): sluice_node_<name>, one family per
+  // name; a series reported by several tasks of a node is their sum.
+  std::map<std::string, std::map<std::pair<size_t, std::string>, double>> gauges;
+  for (const auto& task : runner->tasks()) {
+    for (size_t i = 0; i < spec.nodes.size(); ++i) {
+      for (NodeGauges::Series& g : task->nodes()[i].gauges->snapshot()) {
+        gauges[std::move(g.name)][{i, std::move(g.labels)}] += g.value;
+      }
+    }
+  }
+  for (const auto& [name, series] : gauges) {
+    const std::string family = "sluice_node_" + name;
+    header(out, family, "gauge", "Reported by the node's plugin (see docs/OPERATIONS.md).");
+    for (const auto& [key, value] : series) {
+      put(fmt::format("{}{{{}{}{}}} {}\n", family, labels(key.first), key.second.empty() ? "" : ",",
+                      key.second, value));
+    }
   }
 
   header(out, "sluice_source_paused", "gauge", "1 while an operator paused the source.");

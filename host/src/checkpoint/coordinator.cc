@@ -207,6 +207,10 @@ void Coordinator::attach(boost::asio::io_context& control, std::vector<Task*> ta
 void Coordinator::detach() {
   detached_ = true;
   if (timer_) timer_->cancel();
+  // The graph this coordinator served has stopped (a reload replaced it). Close its store
+  // now: the store's code and description belong to that graph's plugin registry, which is
+  // released with the old pipeline, long before this object goes (at exit).
+  if (!running_) store_.reset();
 }
 
 void Coordinator::schedule_next() {
@@ -259,12 +263,19 @@ void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<Task::NodeS
 void Coordinator::task_finished(uint32_t index, const Status& status) {
   if (index < live_.size()) live_[index] = false;
   if (!status.is_ok()) failed_ = true;
-  if (!running_ || running_->waiting.erase(index) == 0) return;
-  if (!status.is_ok()) running_->failed = true;
-  if (running_->stored) {
-    maybe_complete();
-  } else {
-    maybe_store();
+  if (running_ && running_->waiting.erase(index) != 0) {
+    if (!status.is_ok()) running_->failed = true;
+    if (running_->stored) {
+      maybe_complete();
+    } else {
+      maybe_store();
+    }
+  }
+  // Every task has stopped and no epoch is in flight: the store is done with. Close it
+  // now, while the plugin registry its code and description live in still exists (a reload
+  // releases the old graph's registry before the next graph starts).
+  if (!running_ && std::none_of(live_.begin(), live_.end(), [](bool live) { return live; })) {
+    store_.reset();
   }
 }
 

@@ -107,6 +107,17 @@ void api_io_unwatch(sl_context* ctx, uint64_t watch_id) {
 void api_checkpoint_ready(sl_context* ctx, uint64_t epoch, sl_status status) {
   task_of(ctx).checkpoint_ready(ctx->node, epoch, status);
 }
+void api_gauge_set(sl_context* ctx, const char* name, size_t name_len, const char* labels,
+                   size_t labels_len, double value) {
+  if (!ctx || !ctx->task) return;  // a checkpoint store has no node to report under
+  NodeRuntime& n = task_of(ctx).node(ctx->node);
+  auto error =
+      n.gauges->set(std::string_view(name, name_len), std::string_view(labels, labels_len), value);
+  if (error && !n.gauge_warned) {
+    n.gauge_warned = true;  // once per node: a bad call is usually repeated every poll
+    spdlog::warn("node '{}': gauge_set ignored: {}", n.id, *error);
+  }
+}
 sl_str api_node_id(sl_context* ctx) {
   if (!ctx->task) return {"checkpoint", 10};
   const std::string& id = task_of(ctx).node(ctx->node).id;
@@ -288,6 +299,7 @@ sl_host_api make_table() {
   t.io_unwatch = api_io_unwatch;
   t.checkpoint_ready = api_checkpoint_ready;
   t.object_set_unique = object_set_unique;
+  t.gauge_set = api_gauge_set;
   return t;
 }
 

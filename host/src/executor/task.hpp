@@ -25,9 +25,12 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sluice::host {
@@ -86,6 +89,29 @@ struct NodeCounters {
   }
 };
 
+// Plugin-reported gauges of one node in one task (sl_host_api.gauge_set): written
+// by the task thread (rarely: per poll or per second), read by the admin thread.
+// A small mutex guards the map.
+class NodeGauges {
+ public:
+  struct Series {
+    std::string name;    // "kafka_consumer_lag" (rendered as sluice_node_<name>)
+    std::string labels;  // Prometheus label pairs, values escaped: topic="t",partition="3"
+    double value = 0;
+  };
+  // Sets (or, for NaN, removes) the series. `labels` is the ABI's "k=v,k=v" form.
+  // Returns an error message for an invalid name or labels (nothing stored).
+  std::optional<std::string> set(std::string_view name, std::string_view labels, double value);
+  // Every series, sorted by (name, labels).
+  [[nodiscard]] std::vector<Series> snapshot() const;
+  // Converts "k=v,k=v" into Prometheus label pairs; an error message when invalid.
+  static Result<std::string> prometheus_labels(std::string_view labels);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, double> series_;
+};
+
 struct NodeRuntime {
   sl_context ctx{};
   std::string id;
@@ -115,6 +141,8 @@ struct NodeRuntime {
   std::vector<sl_message> scratch;  // emit_values builds messages here
   std::vector<Value> captured;      // capture nodes (test mode) record their input here
   std::unique_ptr<NodeCounters> counters = std::make_unique<NodeCounters>();
+  std::unique_ptr<NodeGauges> gauges = std::make_unique<NodeGauges>();
+  bool gauge_warned = false;  // one warning per node for invalid gauge_set calls
 };
 
 struct TaskOptions {

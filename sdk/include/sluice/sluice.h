@@ -470,6 +470,23 @@ typedef struct sl_host_api {
    *  (count_by), this turns an O(keys) copy per element into an O(1) update.
    *  Executor thread of the reference's holder. */
   int32_t (*object_set_unique)(sl_value obj, size_t index, sl_value value);
+
+  /* -- plugin-reported gauges (ABI 1.1) ------------------------------------ */
+
+  /** Set a gauge of the node, shown on the admin endpoint's /metrics as
+   *  `sluice_node_<name>{pipeline="P",node="ID",type="T",<labels>} value`
+   *  (e.g. name "kafka_consumer_lag", labels "topic=t,partition=3").
+   *  `name`: [a-zA-Z_][a-zA-Z0-9_]*. `labels`: empty, or comma-separated
+   *  key=value pairs; keys [a-zA-Z_][a-zA-Z0-9_]* (not "pipeline", "node",
+   *  "type", nor starting with "__"); a value is every byte up to the next
+   *  comma (it cannot hold a comma; the host escapes it for Prometheus). Each
+   *  distinct (name, labels) is one series; `value` NaN removes the series
+   *  (e.g. a revoked partition's lag). The same series reported by several
+   *  tasks of the node is shown as their sum. An invalid name or labels is
+   *  ignored with a warning. Task thread only; meant for changes per poll or
+   *  per second (it takes a small lock), not per element. */
+  void (*gauge_set)(sl_context* ctx, const char* name, size_t name_len, const char* labels,
+                    size_t labels_len, double value);
 } sl_host_api;
 
 /** io_watch events. */

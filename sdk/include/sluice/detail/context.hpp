@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -187,6 +188,22 @@ class Context {
         h.io_unwatch != nullptr) {
       h.io_unwatch(ctx_, id);
     }
+  }
+
+  /// Sets gauge `sluice_node_<name>` of this node on the host's /metrics, for the series
+  /// `labels` ("" or comma-separated key=value pairs, e.g. "topic=t,partition=3"; values
+  /// cannot hold a comma). NaN removes the series. Task thread only; for changes per poll or
+  /// per second, not per element. A no-op on a host without the call (before ABI 1.1 gauges).
+  void gauge_set(std::string_view name, std::string_view labels, double value) const noexcept {
+    const sl_host_api& h = host();
+    if (h.struct_size >= offsetof(sl_host_api, gauge_set) + sizeof(void*) &&
+        h.gauge_set != nullptr) {
+      h.gauge_set(ctx_, name.data(), name.size(), labels.data(), labels.size(), value);
+    }
+  }
+  /// Removes the series `labels` of gauge `name` (gauge_set with NaN).
+  void gauge_remove(std::string_view name, std::string_view labels = {}) const noexcept {
+    gauge_set(name, labels, std::numeric_limits<double>::quiet_NaN());
   }
 
   /// Logs `msg` under the node at `level` (SL_LOG_*). Thread-safe.
