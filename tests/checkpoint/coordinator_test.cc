@@ -227,9 +227,10 @@ class CoordinatorTest : public ::testing::Test {
 
   // A pipeline instance: coordinator, task, control loop.
   struct Run {
+    // Declared first so it is destroyed last: the coordinator's timer lives on it.
+    boost::asio::io_context control;
     std::unique_ptr<Coordinator> coordinator;
     std::unique_ptr<Task> task;
-    boost::asio::io_context control;
   };
   std::unique_ptr<Run> start(const GraphSpec& spec, ResetState reset = {}) {
     auto r = std::make_unique<Run>();
