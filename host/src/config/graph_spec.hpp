@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sluice::host {
@@ -42,6 +43,16 @@ enum class OutputPort : uint32_t {
   main = 0,         // what the node emits
   dead_letter = 1,  // messages it failed on, with on_error = "dead_letter" ("ID.dead_letter")
 };
+
+// The producer named by an input reference "ID.dead_letter" (the messages node ID failed
+// on), or nullopt when `ref` is not of that form. Whether ID exists and has a dead-letter
+// output is for the caller to check: the validator, the executor and `sluiced test` each
+// report a missing one differently.
+[[nodiscard]] inline std::optional<std::string_view> dead_letter_producer(std::string_view ref) {
+  constexpr std::string_view suffix = ".dead_letter";
+  if (ref.size() <= suffix.size() || !ref.ends_with(suffix)) return std::nullopt;
+  return ref.substr(0, ref.size() - suffix.size());
+}
 
 struct InputRef {
   std::string id;    // as written in `inputs` ("parse" or "parse.dead_letter")

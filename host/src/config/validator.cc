@@ -443,7 +443,6 @@ void Validator::check_error_policy(NodeSpec& node, const toml::table& table) {
 }
 
 void Validator::check_input_targets() {
-  constexpr std::string_view dead_letter_suffix = ".dead_letter";
   for (auto& node : spec_.nodes) {
     std::vector<std::string> readable;
     for (const auto& n : spec_.nodes) {
@@ -451,10 +450,10 @@ void Validator::check_input_targets() {
     }
     for (auto& ref : node.inputs) {
       const NodeSpec* target = spec_.find(ref.id);
-      if (!target && ref.id.size() > dead_letter_suffix.size() &&
-          ref.id.ends_with(dead_letter_suffix)) {
+      auto dead_letter_of = target ? std::nullopt : dead_letter_producer(ref.id);
+      if (dead_letter_of) {
         // "ID.dead_letter": the messages node ID failed on (Vector's "ID.dropped").
-        std::string base = ref.id.substr(0, ref.id.size() - dead_letter_suffix.size());
+        std::string base(*dead_letter_of);
         if (const NodeSpec* producer = spec_.find(base)) {
           if (producer->role == SL_ROLE_SOURCE || producer->on_error != ErrorPolicy::dead_letter) {
             error(ref.pos, node.id, "inputs",

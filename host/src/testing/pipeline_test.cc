@@ -250,8 +250,8 @@ Status check_test_case(const GraphSpec& spec, const TestCase& test) {
   for (const auto& [id, _] : test.expected) {
     const NodeSpec* n = spec.find(id);
     const SourcePos& where = test.expected_pos.at(id);
-    if (!n && id.ends_with(".dead_letter")) {
-      const NodeSpec* base = spec.find(std::string_view(id).substr(0, id.size() - 12));
+    if (auto producer = n ? std::nullopt : dead_letter_producer(id)) {
+      const NodeSpec* base = spec.find(*producer);
       if (base && base->on_error == ErrorPolicy::dead_letter) continue;
     }
     if (!n) {
