@@ -300,6 +300,7 @@ sl_host_api make_table() {
   t.checkpoint_ready = api_checkpoint_ready;
   t.object_set_unique = object_set_unique;
   t.gauge_set = api_gauge_set;
+  t.object_put_unique = object_put_unique;
   return t;
 }
 

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <new>
-#include <unordered_map>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 // The C header declares `struct sl_block` opaque; this is its definition.
@@ -49,20 +52,38 @@ sl_value boxed(sl_block* b) noexcept {
   return v;
 }
 
-// Object layout behind the header: values[n], keys[n], order[n] (entry indices
-// sorted by key, for lookup and order-independent comparison), key characters.
+// Object layout behind the header (block->size = entries, in insertion order):
+//   ObjectHead, values[capacity], keys[capacity], slots[slot_count], key characters.
+// `slots` is an open-addressing hash index of the entries (linear probing; 0 = empty,
+// else entry index + 1), at most half full, so a lookup is a hash and a probe or two,
+// and building an object needs no sort and no separate table to drop duplicates.
+// object_create leaves no spare room (capacity = count); object_put_unique grows a
+// uniquely held object by doubling, so adding keys one at a time (count_by over many
+// distinct keys) costs O(1) amortised per key, as a Python dict does, instead of a copy
+// of every entry per new key.
+struct ObjectHead {
+  uint32_t capacity;
+  uint32_t slot_count;  // a power of two, >= 2 * capacity and >= 1
+  size_t chars_capacity;
+  size_t chars_used;
+};
 struct ObjectView {
+  ObjectHead* head;
   sl_value* values;
   sl_str* keys;
-  uint32_t* order;
+  uint32_t* slots;
+  char* chars;
 };
 ObjectView object_view(const sl_block* b) noexcept {
-  auto* base = const_cast<char*>(payload(b));
-  size_t n = b->size;
-  auto* values = reinterpret_cast<sl_value*>(base);
-  auto* keys = reinterpret_cast<sl_str*>(base + n * sizeof(sl_value));
-  auto* order = reinterpret_cast<uint32_t*>(base + n * (sizeof(sl_value) + sizeof(sl_str)));
-  return {values, keys, order};
+  auto* head = reinterpret_cast<ObjectHead*>(const_cast<char*>(payload(b)));
+  char* p = reinterpret_cast<char*>(head + 1);
+  auto* values = reinterpret_cast<sl_value*>(p);
+  p += head->capacity * sizeof(sl_value);
+  auto* keys = reinterpret_cast<sl_str*>(p);
+  p += head->capacity * sizeof(sl_str);
+  auto* slots = reinterpret_cast<uint32_t*>(p);
+  p += head->slot_count * sizeof(uint32_t);
+  return {head, values, keys, slots, p};
 }
 
 int compare_str(sl_str a, sl_str b) noexcept {
@@ -70,6 +91,80 @@ int compare_str(sl_str a, sl_str b) noexcept {
   if (c != 0) return c < 0 ? -1 : 1;
   return a.size < b.size ? -1 : (a.size > b.size ? 1 : 0);
 }
+
+bool equal_str(sl_str a, sl_str b) noexcept {
+  return a.size == b.size && (a.size == 0 || std::memcmp(a.data, b.data, a.size) == 0);
+}
+
+uint64_t key_hash(sl_str k) noexcept {
+  return std::hash<std::string_view>{}(std::string_view(k.data, k.size));
+}
+
+// The slot holding `key`, or the empty slot where it would go.
+uint32_t* probe(const ObjectView& o, sl_str key, uint64_t hash) noexcept {
+  const uint32_t mask = o.head->slot_count - 1;
+  for (auto i = static_cast<uint32_t>(hash) & mask;; i = (i + 1) & mask) {
+    const uint32_t s = o.slots[i];
+    if (s == 0 || equal_str(o.keys[s - 1], key)) return &o.slots[i];
+  }
+}
+
+sl_block* allocate_object(size_t capacity, size_t chars_capacity) {
+  if (capacity > (uint32_t{1} << 30)) throw std::length_error("object: too many entries");
+  const size_t slot_count = std::bit_ceil(std::max<size_t>(1, 2 * capacity));
+  const size_t bytes = sizeof(ObjectHead) + capacity * (sizeof(sl_value) + sizeof(sl_str)) +
+                       slot_count * sizeof(uint32_t) + chars_capacity;
+  sl_block* b = allocate(SL_KIND_OBJECT, 0, bytes);
+  new (payload(b)) ObjectHead{static_cast<uint32_t>(capacity), static_cast<uint32_t>(slot_count),
+                              chars_capacity, 0};
+  ObjectView o = object_view(b);
+  std::memset(o.slots, 0, slot_count * sizeof(uint32_t));
+  return b;
+}
+
+// Appends entry key = value (the reference is taken over) at the empty `slot` found by
+// probe(); the caller made sure there is room.
+void append_entry(sl_block* b, const ObjectView& o, sl_str key, sl_value value,
+                  uint32_t* slot) noexcept {
+  char* chars = o.chars + o.head->chars_used;
+  if (key.size) std::memcpy(chars, key.data, key.size);
+  chars[key.size] = '\0';
+  o.head->chars_used += key.size + 1;
+  const size_t e = b->size++;
+  o.keys[e] = {chars, key.size};
+  o.values[e] = value;
+  *slot = static_cast<uint32_t>(e + 1);
+}
+
+// Frees a block whose values were moved elsewhere (not released).
+void deallocate(sl_block* b) noexcept {
+  b->~sl_block();
+  ::operator delete(b);
+}
+
+// Entry indices of an object sorted by key: objects compare and print-independently of
+// insertion order. Small objects sort on the stack.
+class SortedEntries {
+ public:
+  explicit SortedEntries(const sl_block* b) : view_(object_view(b)), size_(b->size) {
+    if (size_ > k_inline) heap_ = std::make_unique<uint32_t[]>(size_);
+    uint32_t* p = data();
+    for (size_t i = 0; i < size_; ++i) p[i] = static_cast<uint32_t>(i);
+    std::sort(p, p + size_, [this](uint32_t x, uint32_t y) {
+      return compare_str(view_.keys[x], view_.keys[y]) < 0;
+    });
+  }
+  uint32_t operator[](size_t i) const noexcept { return data()[i]; }
+
+ private:
+  static constexpr size_t k_inline = 32;
+  uint32_t* data() noexcept { return heap_ ? heap_.get() : inline_; }
+  const uint32_t* data() const noexcept { return heap_ ? heap_.get() : inline_; }
+  ObjectView view_;
+  size_t size_;
+  uint32_t inline_[k_inline];
+  std::unique_ptr<uint32_t[]> heap_;
+};
 
 void destroy(sl_block* b) noexcept {
   switch (b->kind) {
@@ -90,8 +185,7 @@ void destroy(sl_block* b) noexcept {
     }
     default: break;
   }
-  b->~sl_block();
-  ::operator delete(b);
+  deallocate(b);
 }
 
 int rank(int32_t kind) noexcept {
@@ -172,41 +266,19 @@ sl_value array_create(const sl_value* items, size_t count) {
 }
 
 sl_value object_create(const sl_str* keys, const sl_value* values, size_t count) {
-  // Deduplicate: a repeated key keeps its first position and its last value.
-  std::vector<size_t> first;  // for each kept entry, index of the key's first occurrence
-  std::vector<size_t> last;   // ...and of its last value
-  first.reserve(count);
-  last.reserve(count);
-  std::unordered_map<std::string_view, size_t> seen;
   size_t key_bytes = 0;
+  for (size_t i = 0; i < count; ++i) key_bytes += keys[i].size + 1;
+  sl_block* b = allocate_object(count, key_bytes);
+  ObjectView o = object_view(b);
   for (size_t i = 0; i < count; ++i) {
-    std::string_view k(keys[i].data, keys[i].size);
-    auto [it, inserted] = seen.emplace(k, first.size());
-    if (inserted) {
-      first.push_back(i);
-      last.push_back(i);
-      key_bytes += keys[i].size + 1;
+    uint32_t* slot = probe(o, keys[i], key_hash(keys[i]));
+    value_retain(values[i]);
+    if (*slot != 0) {  // a repeated key keeps its first position and its last value
+      value_release(std::exchange(o.values[*slot - 1], values[i]));
     } else {
-      last[it->second] = i;
+      append_entry(b, o, keys[i], values[i], slot);
     }
   }
-  size_t n = first.size();
-  size_t bytes = n * (sizeof(sl_value) + sizeof(sl_str) + sizeof(uint32_t)) + key_bytes;
-  sl_block* b = allocate(SL_KIND_OBJECT, n, bytes);
-  ObjectView o = object_view(b);
-  char* chars = reinterpret_cast<char*>(o.order + n);
-  for (size_t e = 0; e < n; ++e) {
-    const sl_str& k = keys[first[e]];
-    if (k.size) std::memcpy(chars, k.data, k.size);
-    chars[k.size] = '\0';
-    o.keys[e] = {chars, k.size};
-    chars += k.size + 1;
-    o.values[e] = values[last[e]];
-    value_retain(o.values[e]);
-    o.order[e] = static_cast<uint32_t>(e);
-  }
-  std::sort(o.order, o.order + n,
-            [&](uint32_t x, uint32_t y) { return compare_str(o.keys[x], o.keys[y]) < 0; });
   return boxed(b);
 }
 
@@ -237,13 +309,10 @@ int32_t object_get(sl_value v, const char* key, size_t key_size, sl_value* out) 
   *out = sl_null();
   if (v.kind != SL_KIND_OBJECT) return 0;
   ObjectView o = object_view(v.as.block);
-  size_t n = v.as.block->size;
-  sl_str want{key, key_size};
-  auto it = std::lower_bound(o.order, o.order + n, want, [&](uint32_t e, const sl_str& k) {
-    return compare_str(o.keys[e], k) < 0;
-  });
-  if (it == o.order + n || compare_str(o.keys[*it], want) != 0) return 0;
-  *out = o.values[*it];
+  const sl_str want{key, key_size};
+  const uint32_t slot = *probe(o, want, key_hash(want));
+  if (slot == 0) return 0;
+  *out = o.values[slot - 1];
   return 1;
 }
 
@@ -259,6 +328,48 @@ int32_t object_set_unique(sl_value obj, size_t index, sl_value value) noexcept {
   const sl_value old = *slot;
   *slot = value;
   value_release(old);
+  return 1;
+}
+
+int32_t object_put_unique(sl_value* obj, const char* key, size_t key_size,
+                          sl_value value) noexcept {
+  // Same ownership argument as object_set_unique: with refs == 1 nobody else can see
+  // the block, so changing it, or moving it to a larger one, is invisible to others.
+  if (obj == nullptr || obj->kind != SL_KIND_OBJECT ||
+      obj->as.block->refs.load(std::memory_order_acquire) != 1) {
+    return 0;
+  }
+  sl_block* b = obj->as.block;
+  ObjectView o = object_view(b);
+  const sl_str k{key, key_size};
+  const uint64_t hash = key_hash(k);
+  uint32_t* slot = probe(o, k, hash);
+  if (*slot != 0) {
+    value_release(std::exchange(o.values[*slot - 1], value));
+    return 1;
+  }
+  sl_block* old = nullptr;
+  if (b->size == o.head->capacity || o.head->chars_used + key_size + 1 > o.head->chars_capacity) {
+    sl_block* grown;
+    try {
+      grown =
+          allocate_object(std::max<size_t>(4, 2 * size_t{o.head->capacity}),
+                          std::max(2 * o.head->chars_capacity, o.head->chars_used + key_size + 1));
+    } catch (...) {
+      return 0;  // out of memory: the caller's copying path reports it
+    }
+    ObjectView g = object_view(grown);
+    for (size_t e = 0; e < b->size; ++e) {  // values move: no retain, no release
+      append_entry(grown, g, o.keys[e], o.values[e], probe(g, o.keys[e], key_hash(o.keys[e])));
+    }
+    old = b;  // freed after the append: `key` may point into it (object_key_at)
+    b = grown;
+    o = g;
+    slot = probe(o, k, hash);
+  }
+  append_entry(b, o, k, value, slot);
+  if (old != nullptr) deallocate(old);
+  obj->as.block = b;
   return 1;
 }
 
@@ -285,10 +396,11 @@ int32_t value_compare(sl_value a, sl_value b) noexcept {
       // does not matter (as with Python dicts).
       ObjectView x = object_view(a.as.block), y = object_view(b.as.block);
       size_t na = a.as.block->size, nb = b.as.block->size;
+      SortedEntries xs(a.as.block), ys(b.as.block);
       for (size_t i = 0; i < std::min(na, nb); ++i) {
-        int c = compare_str(x.keys[x.order[i]], y.keys[y.order[i]]);
+        int c = compare_str(x.keys[xs[i]], y.keys[ys[i]]);
         if (c != 0) return c;
-        int32_t cv = value_compare(x.values[x.order[i]], y.values[y.order[i]]);
+        int32_t cv = value_compare(x.values[xs[i]], y.values[ys[i]]);
         if (cv != 0) return cv;
       }
       return na < nb ? -1 : (na > nb ? 1 : 0);
@@ -324,15 +436,13 @@ uint64_t value_hash(sl_value v) noexcept {
       return h;
     }
     default: {
-      uint64_t h = 0x0b1ec7;
+      // A sum over the entries: independent of insertion order, as value_compare is.
+      uint64_t h = 0x0b1ec7 + v.as.block->size;
       ObjectView o = object_view(v.as.block);
-      for (size_t i = 0; i < v.as.block->size; ++i) {
-        uint32_t e = o.order[i];
-        std::string_view k(o.keys[e].data, o.keys[e].size);
-        h = mix(h * 31 + std::hash<std::string_view>{}(k));
-        h = mix(h * 31 + value_hash(o.values[e]));
+      for (size_t e = 0; e < v.as.block->size; ++e) {
+        h += mix(key_hash(o.keys[e]) * 31 + value_hash(o.values[e]));
       }
-      return h;
+      return mix(h);
     }
   }
 }

@@ -487,6 +487,22 @@ typedef struct sl_host_api {
    *  per second (it takes a small lock), not per element. */
   void (*gauge_set)(sl_context* ctx, const char* name, size_t name_len, const char* labels,
                     size_t labels_len, double value);
+
+  /* -- values: copy-on-write fast path, continued (ABI 1.1) ---------------- */
+
+  /** Set `key` (copied) to `value` in the object `*obj` IN PLACE, adding the
+   *  key after the last entry when absent, when the caller holds the only
+   *  reference to `*obj` (as object_set_unique). The object may move to a
+   *  larger block: then `*obj` is updated (still the caller's one reference)
+   *  and the old block is gone; room grows by doubling, so adding keys one at a
+   *  time costs O(1) amortised per key. Returns 1 when done: it took ownership
+   *  of `value` (and released the key's old value). Returns 0 and changes
+   *  nothing (the caller still owns `value`) when `*obj` is shared, not an
+   *  object, or memory ran out: build a new object instead. For reducers whose
+   *  state is an object with many distinct keys (count_by over user ids), this
+   *  turns the O(keys) copy per new key into amortised O(1). Executor thread of
+   *  the reference's holder. */
+  int32_t (*object_put_unique)(sl_value* obj, const char* key, size_t key_size, sl_value value);
 } sl_host_api;
 
 /** io_watch events. */

@@ -65,6 +65,74 @@ TEST(Value, ObjectsCompareEqualRegardlessOfKeyOrder) {
   EXPECT_EQ(value_hash(x.raw()), value_hash(y.raw()));
 }
 
+TEST(Value, ObjectsOrderedDifferentlyCompareAndHashByTheirEntries) {
+  std::vector<std::pair<std::string, Value>> small{{"a", Value::integer(1)}};
+  std::vector<std::pair<std::string, Value>> big, big_reversed;
+  for (int i = 0; i < 100; ++i) big.emplace_back("k" + std::to_string(i), Value::integer(i));
+  big_reversed.assign(big.rbegin(), big.rend());
+  Value x = Value::object(big), y = Value::object(big_reversed);
+  EXPECT_EQ(value_compare(x.raw(), y.raw()), 0);
+  EXPECT_EQ(value_hash(x.raw()), value_hash(y.raw()));
+  big_reversed[5].second = Value::integer(-1);  // "k94" differs
+  Value z = Value::object(big_reversed);
+  EXPECT_NE(value_compare(x.raw(), z.raw()), 0);
+  EXPECT_NE(value_hash(x.raw()), value_hash(z.raw()));
+  // Ordered as sorted entries: {"a": 1} < {"k0": 0, ...} because "a" < "k0".
+  EXPECT_LT(value_compare(Value::object(small).raw(), x.raw()), 0);
+}
+
+TEST(Value, PutUniqueAddsKeysInPlaceGrowingTheBlockAndKeepsInsertionOrder) {
+  std::vector<std::pair<std::string, Value>> none;
+  sl_value obj = Value::object(none).release();
+  constexpr int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    std::string key = "user-" + std::to_string(i * 7919 % n);
+    ASSERT_EQ(object_put_unique(&obj, key.data(), key.size(), sl_int(i)), 1) << i;
+  }
+  Value o = Value::adopt(obj);
+  ASSERT_EQ(o.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(o.key_at(i), "user-" + std::to_string(i * 7919 % n));
+    ASSERT_EQ(o.get("user-" + std::to_string(i * 7919 % n))->as_int(), i);
+  }
+  // An existing key is updated where it stands; the old value is released.
+  sl_value raw = o.release();
+  Value text = Value::string("replaced");
+  ASSERT_EQ(object_put_unique(&raw, "user-0", 6, text.raw()), 1);
+  value_retain(text.raw());  // the object took the reference we lent it
+  o = Value::adopt(raw);
+  EXPECT_EQ(o.size(), static_cast<size_t>(n));
+  EXPECT_EQ(o.at(0).as_str(), "replaced");
+}
+
+TEST(Value, PutUniqueTakesAKeyThatLivesInTheObjectItself) {
+  // The key below points into the block that must move to make room: it has to be
+  // copied before the old block goes (ASan reports a use after free otherwise).
+  std::vector<std::pair<std::string, Value>> one{{"a-rather-long-key", Value::integer(1)}};
+  sl_value obj = Value::object(one).release();
+  sl_str key = object_key_at(obj, 0);
+  std::string suffix_key(key.data + 2, key.size - 2);
+  ASSERT_EQ(object_put_unique(&obj, key.data + 2, key.size - 2, sl_int(2)), 1);
+  Value o = Value::adopt(obj);
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o.key_at(1), suffix_key);
+  EXPECT_EQ(o.get(suffix_key)->as_int(), 2);
+}
+
+TEST(Value, PutUniqueRefusesASharedObjectAndChangesNothing) {
+  std::vector<std::pair<std::string, Value>> one{{"a", Value::integer(1)}};
+  Value shared = Value::object(one);
+  Value other = shared;  // two references
+  sl_value raw = shared.raw();
+  EXPECT_EQ(object_put_unique(&raw, "b", 1, sl_int(2)), 0);
+  EXPECT_EQ(object_put_unique(&raw, "a", 1, sl_int(5)), 0);
+  EXPECT_EQ(raw.as.block, shared.raw().as.block);
+  EXPECT_EQ(other.size(), 1u);
+  EXPECT_EQ(other.get("a")->as_int(), 1);
+  sl_value not_object = sl_int(3);
+  EXPECT_EQ(object_put_unique(&not_object, "a", 1, sl_int(5)), 0);
+}
+
 TEST(Value, TruthinessFollowsPython) {
   EXPECT_FALSE(truthy(sl_null()));
   EXPECT_FALSE(truthy(sl_int(0)));
