@@ -81,6 +81,97 @@ TEST(CheckpointFormat, RoundTripKeepsKindsAndOrder) {
   EXPECT_EQ(back->tasks[0].nodes[0].role, SL_ROLE_SOURCE);
 }
 
+TEST(CheckpointFormat, Crc32cKnownAnswerAndImplementationsAgree) {
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);  // the CRC-32C check value
+  EXPECT_EQ(crc32c_portable("123456789"), 0xE3069283u);
+  EXPECT_EQ(crc32c(""), 0u);
+  std::string data;
+  uint32_t x = 12345;
+  for (int i = 0; i < 300; ++i) {
+    x = x * 1103515245u + 12345u;
+    data.push_back(static_cast<char>(x >> 16));
+  }
+  // Every length and alignment around the 8-byte steps, and chained calls.
+  for (size_t at = 0; at < 9; ++at) {
+    for (size_t n = 0; at + n <= data.size(); n += (n < 40 ? 1 : 37)) {
+      std::string_view part = std::string_view(data).substr(at, n);
+      ASSERT_EQ(crc32c(part), crc32c_portable(part)) << at << " " << n;
+      ASSERT_EQ(crc32c(part.substr(n / 3), crc32c(part.substr(0, n / 3))), crc32c(part));
+    }
+  }
+}
+
+TEST(CheckpointFormat, EncodingIsTheDocumentedVersion1) {
+  // docs/CHECKPOINTING.md "On-disk format": tag, LE numbers, varint lengths, keys in order.
+  std::string big_key(200, 'k');  // a 2-byte varint length
+  Value v = Value::object(std::vector<std::pair<std::string, Value>>{
+      {"b", Value::array(std::vector<Value>{
+                Value::null(), Value::boolean(true), Value::boolean(false), Value::floating(1.5),
+                Value::string("s"), Value::bytes(std::string("\0", 1))})},
+      {"a", Value::integer(-2)},
+      {big_key, Value::integer(258)}});
+  std::string out;
+  encode_value(v, out);
+  std::string want("\x08\x03", 2);
+  want += std::string(
+      "\x01"
+      "b"
+      "\x07\x06"
+      "\x00\x02\x01",
+      7);
+  want += std::string("\x04\x00\x00\x00\x00\x00\x00\xF8\x3F", 9);  // 1.5
+  want += std::string(
+      "\x05\x01s"
+      "\x06\x01\x00",
+      6);
+  want += std::string(
+      "\x01"
+      "a"
+      "\x03\xFE\xFF\xFF\xFF\xFF\xFF\xFF\xFF",
+      11);
+  want += std::string("\xC8\x01", 2) + big_key + std::string("\x03\x02\x01\0\0\0\0\0\0", 9);
+  EXPECT_EQ(out, want);
+  auto back = decode_value(out);
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->key_at(0), "b");  // insertion order kept
+  EXPECT_EQ(back->get(big_key)->as_int(), 258);
+
+  const std::string file = encode_checkpoint(sample(3, 9));
+  ASSERT_GT(file.size(), k_header_size);
+  EXPECT_EQ(file.substr(0, 8), "SLUICECK");
+  auto le = [&](size_t at, int n) {
+    uint64_t r = 0;
+    for (int i = 0; i < n; ++i) {
+      r |= uint64_t{static_cast<unsigned char>(file[at + static_cast<size_t>(i)])} << (8 * i);
+    }
+    return r;
+  };
+  EXPECT_EQ(le(8, 4), 1u);
+  EXPECT_EQ(le(12, 4), crc32c(std::string_view(file).substr(k_header_size)));
+  EXPECT_EQ(le(16, 8), file.size() - k_header_size);
+}
+
+TEST(CheckpointFormat, LargeStateRoundTrip) {
+  // A count_by-like table: many keys, kept in their order, each found by lookup.
+  constexpr int k_keys = 100'000;
+  std::vector<std::pair<std::string, Value>> entries;
+  for (int i = 0; i < k_keys; ++i) {
+    entries.emplace_back("w" + std::to_string((i * 7919) % k_keys), Value::integer(i));
+  }
+  Checkpoint cp = sample(5, 1);
+  cp.tasks[0].nodes.push_back(
+      NodeState{"counts", "accumulate", SL_ROLE_OPERATOR, Value::object(entries)});
+  auto back = decode_checkpoint(encode_checkpoint(cp));
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  const Value& state = back->tasks[0].nodes[2].state;
+  ASSERT_EQ(state.size(), static_cast<size_t>(k_keys));
+  for (int i = 0; i < k_keys; i += 997) {
+    EXPECT_EQ(state.key_at(static_cast<size_t>(i)), entries[static_cast<size_t>(i)].first);
+    EXPECT_EQ(state.get(entries[static_cast<size_t>(i)].first)->as_int(), i);
+  }
+  EXPECT_FALSE(state.get("absent").has_value());
+}
+
 TEST(CheckpointFormat, DamageIsDataLossWithTheReason) {
   std::string bytes = encode_checkpoint(sample(1, 1));
   auto truncated = decode_checkpoint(std::string_view(bytes).substr(0, bytes.size() - 3));
@@ -114,6 +205,24 @@ TEST_F(FsStoreTest, WriteReadListRemove) {
   auto missing = store_->read(1);
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), SL_NOT_FOUND);
+}
+
+TEST_F(FsStoreTest, LargeCheckpointReadsBackWhole) {
+  Checkpoint cp = sample(4, 4);
+  std::vector<std::pair<std::string, Value>> entries;
+  for (int i = 0; i < 50'000; ++i)
+    entries.emplace_back("key" + std::to_string(i), Value::integer(i));
+  cp.tasks[0].nodes.push_back(
+      NodeState{"counts", "accumulate", SL_ROLE_OPERATOR, Value::object(entries)});
+  const std::string bytes = encode_checkpoint(cp);
+  ASSERT_GT(bytes.size(), 65536u * 4);  // several of the old read buffers
+  ASSERT_TRUE(store_->write(4, bytes).is_ok());
+  auto back = store_->read(4);
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->view(), bytes);
+  auto decoded = decode_checkpoint(back.value());
+  ASSERT_TRUE(decoded.is_ok()) << decoded.status().message();
+  EXPECT_EQ(decoded->tasks[0].nodes[2].state.get("key49999")->as_int(), 49999);
 }
 
 TEST_F(FsStoreTest, CorruptNewestFallsBackToThePrevious) {

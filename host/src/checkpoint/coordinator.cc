@@ -40,18 +40,21 @@ Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many) {
   SLUICE_ASSIGN_OR_RETURN(auto entries, store.list());
   std::vector<Loaded> out;
   for (const EpochEntry& e : entries) {
+    const int64_t start = steady_ns();
     auto bytes = store.read(e.epoch);
     std::optional<Status> problem;
     if (!bytes.is_ok()) {
       problem = bytes.status();
     } else {
+      const int64_t read = steady_ns();
       auto cp = decode_checkpoint(bytes.value());
       if (!cp.is_ok()) {
         problem = cp.status();
       } else if (cp->epoch != e.epoch) {
         problem = Status(SL_DATA_LOSS, fmt::format("the file holds epoch {}", cp->epoch));
       } else {
-        out.push_back(Loaded{std::move(cp).value(), e.committed});
+        out.push_back(Loaded{std::move(cp).value(), e.committed, bytes->size(), ms(read - start),
+                             ms(steady_ns() - read)});
       }
     }
     if (problem) {
@@ -95,6 +98,9 @@ Status Coordinator::load() {
   graph_has_recover_ = std::any_of(spec_->nodes.begin(), spec_->nodes.end(), [](const NodeSpec& n) {
     return n.info && n.info->vtable.checkpoint_recover;
   });
+  const Loaded& newest = loaded[0];
+  const std::string read_note = fmt::format("{} bytes read in {:.1f} ms, decoded in {:.1f} ms",
+                                            newest.bytes, newest.read_ms, newest.decode_ms);
   restore_ = std::move(loaded[0].checkpoint);
   // Without a node that can tell, an unconfirmed commit counts as done: the
   // commits of nodes without checkpoint_recover cannot be lost (file sinks).
@@ -149,7 +155,8 @@ Status Coordinator::load() {
       spdlog::warn("--reset-state {}: the node starts from fresh state", id);
     }
   }
-  spdlog::info("restoring checkpoint epoch {} from store '{}'{}", restore_->epoch, store_->name(),
+  spdlog::info("restoring checkpoint epoch {} from store '{}' ({}){}", restore_->epoch,
+               store_->name(), read_note,
                restore_committed_ ? "" : " (its commit was not confirmed: asking the nodes)");
   return Status::ok();
 }
@@ -168,6 +175,17 @@ Task::NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) c
 
 Status Coordinator::restore_task(Task* task, uint32_t index) {
   if (!restore_) return Status::ok();
+  Status st = restore_task_states(task, index);
+  std::lock_guard lock(mutex_);
+  if (++restored_ == spec_->runtime.tasks) {
+    // Every task has read what it needs (each reads before it counts here).
+    restore_.reset();
+    fallback_.reset();
+  }
+  return st;
+}
+
+Status Coordinator::restore_task_states(Task* task, uint32_t index) {
   bool use_fallback = false;
   if (!restore_committed_) {
     Result<bool> mine = true;
@@ -193,7 +211,13 @@ Status Coordinator::restore_task(Task* task, uint32_t index) {
     }
     if (!cp) return Status::ok();
   }
-  return task->restore_states(states_for(*cp, index));
+  const int64_t start = steady_ns();
+  Task::NodeStates states = states_for(*cp, index);
+  const size_t count = states.size();
+  SLUICE_RETURN_IF_ERROR(task->restore_states(states));
+  spdlog::info("task {}: checkpoint epoch {} restored into {} node{} in {:.1f} ms", index,
+               cp->epoch, count, count == 1 ? "" : "s", ms(steady_ns() - start));
+  return Status::ok();
 }
 
 void Coordinator::attach(boost::asio::io_context& control, std::vector<Task*> tasks) {
@@ -311,8 +335,10 @@ void Coordinator::maybe_store() {
     cp.tasks.push_back(std::move(t));
   }
   const std::string bytes = encode_checkpoint(cp);
+  r.encoded_ns = steady_ns();
   r.bytes = bytes.size();
   Status st = store_->write(r.epoch, bytes);
+  r.stored_ns = steady_ns();
   if (!st.is_ok()) {
     spdlog::error("checkpoint epoch {} was not stored: {}; a restart uses {}", r.epoch,
                   st.message(),
@@ -356,10 +382,11 @@ void Coordinator::maybe_complete() {
   stats_.last_duration_ms = ms(end - r.started_ns);
   stats_.last_bytes = r.bytes;
   spdlog::info(
-      "checkpoint epoch {}{}: {} bytes in {:.1f} ms (prepare+snapshot {:.1f} ms, store "
-      "and commit {:.1f} ms)",
+      "checkpoint epoch {}{}: {} bytes in {:.1f} ms (prepare+snapshot {:.1f} ms, encode {:.1f} "
+      "ms, store {:.1f} ms, commit {:.1f} ms)",
       r.epoch, r.final ? " (final)" : "", r.bytes, ms(end - r.started_ns),
-      ms(r.snapshot_done_ns - r.started_ns), ms(end - r.snapshot_done_ns));
+      ms(r.snapshot_done_ns - r.started_ns), ms(r.encoded_ns - r.snapshot_done_ns),
+      ms(r.stored_ns - r.encoded_ns), ms(end - r.stored_ns));
   prune();
   finish_epoch(Status::ok());
 }

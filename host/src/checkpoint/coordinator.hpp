@@ -42,6 +42,9 @@ Result<std::unique_ptr<StoreHandle>> open_store(const GraphSpec& spec);
 struct Loaded {
   Checkpoint checkpoint;
   bool committed = false;
+  uint64_t bytes = 0;    // size of the stored checkpoint
+  double read_ms = 0;    // store read
+  double decode_ms = 0;  // check + decode_checkpoint
 };
 // Newest first: the newest usable checkpoint and, when it is not committed, the
 // usable one before it (the fallback of checkpoint_recover).
@@ -99,6 +102,8 @@ class Coordinator {
     bool stored = false;
     int64_t started_ns = 0;
     int64_t snapshot_done_ns = 0;
+    int64_t encoded_ns = 0;
+    int64_t stored_ns = 0;
     size_t bytes = 0;
     std::set<uint32_t> waiting;  // tasks whose snapshot / commit is outstanding
     std::vector<std::optional<Task::NodeStates>> parts;
@@ -113,6 +118,7 @@ class Coordinator {
   void finish_epoch(Status outcome);
   void prune();
   Task::NodeStates states_for(const Checkpoint& cp, uint32_t index) const;
+  Status restore_task_states(Task* task, uint32_t index);
 
   const GraphSpec* spec_;
   std::unique_ptr<StoreHandle> store_;
@@ -132,6 +138,10 @@ class Coordinator {
   std::condition_variable decided_cv_;
   uint32_t answers_ = 0;
   bool use_fallback_ = false;
+  // Tasks done with restore_task. The last one drops restore_ and fallback_: the
+  // restored nodes then hold the only references to their state (a count_by
+  // object can be updated in place instead of copied), and the memory is freed.
+  uint32_t restored_ = 0;
 
   boost::asio::io_context* control_ = nullptr;
   std::unique_ptr<boost::asio::steady_timer> timer_;

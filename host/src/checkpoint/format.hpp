@@ -50,6 +50,8 @@ struct Checkpoint {
 
 // CRC-32C (Castagnoli), as used by iSCSI, ext4 and Kafka.
 uint32_t crc32c(std::string_view data, uint32_t crc = 0);
+// The same without the hardware instruction (tests compare the two).
+uint32_t crc32c_portable(std::string_view data, uint32_t crc = 0);
 
 // A compact binary encoding of a value that keeps every kind (bytes stay bytes,
 // unlike JSON) and the order of object keys.

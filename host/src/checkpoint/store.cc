@@ -77,7 +77,7 @@ Status StoreHandle::mark_committed(uint64_t epoch) {
                "mark_committed", epoch);
 }
 
-Result<std::string> StoreHandle::read(uint64_t epoch) {
+Result<StoredBytes> StoreHandle::read(uint64_t epoch) {
   error_.clear();
   sl_value out = sl_null();
   sl_status st = guarded(error_, [&] { return info_.vtable.read(self_, epoch, &out); });
@@ -88,7 +88,7 @@ Result<std::string> StoreHandle::read(uint64_t epoch) {
                                            "bytes",
                                            info_.name, epoch));
   }
-  return std::string(bytes.as_str());
+  return StoredBytes(std::move(bytes));
 }
 
 Result<std::vector<EpochEntry>> StoreHandle::list() {

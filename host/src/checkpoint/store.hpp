@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct sl_context;
@@ -25,6 +26,19 @@ struct EpochEntry {
   uint64_t size = 0;
 };
 
+// The bytes of one stored epoch, as the store returned them (not copied: a checkpoint
+// can be tens of MB).
+class StoredBytes {
+ public:
+  explicit StoredBytes(Value bytes) : bytes_(std::move(bytes)) {}
+  [[nodiscard]] std::string_view view() const { return bytes_.as_str(); }
+  operator std::string_view() const { return view(); }  // NOLINT: reads like the bytes
+  [[nodiscard]] size_t size() const { return view().size(); }
+
+ private:
+  Value bytes_;  // bytes or string
+};
+
 class StoreHandle {
  public:
   // Opens `info` with `config` (the store's validated options).
@@ -36,7 +50,7 @@ class StoreHandle {
 
   Status write(uint64_t epoch, std::string_view bytes);
   Status mark_committed(uint64_t epoch);
-  Result<std::string> read(uint64_t epoch);
+  Result<StoredBytes> read(uint64_t epoch);
   // Newest first.
   Result<std::vector<EpochEntry>> list();
   Status remove(uint64_t epoch);
