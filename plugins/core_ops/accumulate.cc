@@ -52,8 +52,8 @@ Status Accumulate::process_count_by(Context ctx, Batch batch) {
       // One element per emit: once it returned, the state is usually ours alone again
       // (downstream did not keep it), and step updates it in place; if it is shared,
       // step copies it as the reducer always does.
-      SLUICE_SDK_ASSIGN_OR_RETURN(Value next, count_by_->step(state_, x));
-      state_ = std::move(next);
+      SLUICE_SDK_ASSIGN_OR_RETURN(std::optional<Value> next, count_by_->step(state_, x));
+      if (next) state_ = std::move(*next);  // nullopt: state_ itself was updated in place
     }
     sl_message out = m;  // key, headers, timestamp borrowed from m
     out.value = state_.raw();
@@ -62,21 +62,38 @@ Status Accumulate::process_count_by(Context ctx, Batch batch) {
   return {};
 }
 
+size_t Accumulate::sum_ints(Batch batch, size_t from) {
+  int64_t total = state_.raw().as.i;
+  size_t i = from;
+  for (; i < batch.size(); ++i) {
+    const sl_message& m = batch[i];
+    int64_t next = 0;
+    if (m.value.kind != SL_KIND_INT || __builtin_add_overflow(total, m.value.as.i, &next)) break;
+    total = next;
+    sl_message& out = messages_.emplace_back(m);  // key, headers, timestamp borrowed from m
+    out.value = sl_int(total);                    // an int: nothing to own
+  }
+  state_ = Value::integer(total);
+  return i;
+}
+
 Status Accumulate::process(Context ctx, uint32_t /*input*/, Batch batch) {
   if (count_by_) return process_count_by(ctx, batch);
   out_.clear();
-  out_.reserve(batch.size());
-  for (const sl_message& m : batch) {
+  messages_.clear();
+  messages_.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (int_sum_ && has_state_ && state_.is_int()) {
+      i = sum_ints(batch, i);  // as far as the elements are ints and the total fits
+      if (i == batch.size()) break;
+    }
+    const sl_message& m = batch[i];
     const ValueRef x(m.value);
     Value result;
     if (!has_state_) {
       state_ = Value::borrow(x);
       has_state_ = true;
       result = Value::borrow(x);
-    } else if (int64_t sum = 0; int_sum_ && state_.is_int() && x.is_int() &&
-                                !__builtin_add_overflow(state_.raw().as.i, x.raw().as.i, &sum)) {
-      state_ = Value::integer(sum);  // what Sum::call returns, without a call per element
-      result = state_;
     } else {
       SLUICE_SDK_ASSIGN_OR_RETURN(Value r, fn_.call(state_, x));
       if (returns_state_) {
@@ -94,12 +111,8 @@ Status Accumulate::process(Context ctx, uint32_t /*input*/, Batch batch) {
       }
     }
     out_.push_back(with_state_ ? Value::array({state_, result}) : std::move(result));
-  }
-  messages_.clear();
-  size_t i = 0;
-  for (const sl_message& m : batch) {
     sl_message& out = messages_.emplace_back(m);  // key, headers, timestamp borrowed from m
-    out.value = out_[i++].raw();
+    out.value = out_.back().raw();                // owned by out_ until the emit returned
   }
   Status st = ctx.emit(messages_);
   out_.clear();

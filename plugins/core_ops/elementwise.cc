@@ -186,31 +186,21 @@ Status Pluck::process(Context ctx, uint32_t /*input*/, Batch batch) {
 Flatten::Flatten(Context /*ctx*/, const Config& /*cfg*/) {}
 
 Status Flatten::process(Context ctx, uint32_t /*input*/, Batch batch) {
-  items_.clear();
-  std::vector<size_t> owner;  // index in the batch of each item's message
-  size_t at = 0;
+  const sl_host_api& h = sdk::host();
+  messages_.clear();
   for (const sl_message& m : batch) {
     const ValueRef x(m.value);
     if (!x.is_array()) {
       return sdk::invalid_argument("flatten: element must be an array (got " +
                                    std::string(x.kind_name()) + ": " + preview(x) + ")");
     }
-    for (size_t i = 0, n = x.size(); i < n; ++i) {
-      items_.push_back(x[i]);
-      owner.push_back(at);
+    for (size_t i = 0, n = h.value_size(m.value); i < n; ++i) {
+      sl_message& out = messages_.emplace_back(m);  // key, headers, timestamp borrowed from m
+      out.value = h.value_at(m.value, i);           // borrowed from m's array
     }
-    ++at;
   }
-  if (items_.empty()) return {};
-  messages_.clear();
-  messages_.reserve(items_.size());
-  for (size_t i = 0; i < items_.size(); ++i) {
-    sl_message& out = messages_.emplace_back(batch[owner[i]]);
-    out.value = items_[i].raw();
-  }
-  Status st = ctx.emit(messages_);
-  items_.clear();
-  return st;
+  if (messages_.empty()) return {};
+  return ctx.emit(messages_);
 }
 
 // ---- slice --------------------------------------------------------------------------------

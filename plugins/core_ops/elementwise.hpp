@@ -132,7 +132,8 @@ class Flatten final : public sdk::Operator {
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
 
  private:
-  std::vector<sdk::Value> items_;
+  // One message per item, its value borrowed from the batch's array (alive for the call):
+  // no reference taken per item.
   std::vector<sl_message> messages_;
 };
 
@@ -247,6 +248,11 @@ class Accumulate final : public sdk::Operator {
   // element at a time, so that the state object, once emitted and dropped downstream, is
   // ours alone again and the count is updated in place instead of copying every key.
   sdk::Status process_count_by(sdk::Context ctx, sdk::Batch batch);
+  // function = "sum" with an int state: adds the int elements of the batch from `from` on
+  // into messages_ (no Value, no call per element; what Sum::call returns) and stops at
+  // the first element that is not an int or would overflow (Sum::call then takes it, with
+  // its own result or error). Returns the index it stopped at.
+  size_t sum_ints(sdk::Batch batch, size_t from);
 
   sdk::Function fn_;
   bool returns_state_;

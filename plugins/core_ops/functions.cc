@@ -46,25 +46,6 @@ constexpr const char* symbol(ArithOp op) noexcept {
   return "?";
 }
 
-/// a <op> b into r for the int-preserving ops; false on int64 overflow. div never comes
-/// here; mod's divisor is non-zero (checked by the caller).
-template <ArithOp Op>
-bool int_op(int64_t a, int64_t b, int64_t& r) noexcept {
-  if constexpr (Op == ArithOp::add) return !__builtin_add_overflow(a, b, &r);
-  if constexpr (Op == ArithOp::sub) return !__builtin_sub_overflow(a, b, &r);
-  if constexpr (Op == ArithOp::mul) return !__builtin_mul_overflow(a, b, &r);
-  if constexpr (Op == ArithOp::mod) {
-    if (b == -1) {  // INT64_MIN % -1 traps in C; Python says 0
-      r = 0;
-      return true;
-    }
-    r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;  // Python: the sign of the divisor
-    return true;
-  }
-  return false;
-}
-
 template <ArithOp Op>
 double float_op(double a, double b) noexcept {
   if constexpr (Op == ArithOp::add) return a + b;

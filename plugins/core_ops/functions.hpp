@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -71,6 +72,26 @@ using JsonDump = sdk::SimpleFunction<"json_dump",
 
 /// The operation of an Arithmetic function.
 enum class ArithOp { add, sub, mul, div, mod };
+
+/// a <op> b into r for the int-preserving ops (add, sub, mul, mod); false on int64
+/// overflow (and for div, which is never int). mod's divisor is non-zero (checked by the
+/// caller). The int step of Arithmetic, shared with map's inline int path.
+template <ArithOp Op>
+inline bool int_op(int64_t a, int64_t b, int64_t& r) noexcept {
+  if constexpr (Op == ArithOp::add) return !__builtin_add_overflow(a, b, &r);
+  if constexpr (Op == ArithOp::sub) return !__builtin_sub_overflow(a, b, &r);
+  if constexpr (Op == ArithOp::mul) return !__builtin_mul_overflow(a, b, &r);
+  if constexpr (Op == ArithOp::mod) {
+    if (b == -1) {  // INT64_MIN % -1 traps in C; Python says 0
+      r = 0;
+      return true;
+    }
+    r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;  // Python: the sign of the divisor
+    return true;
+  }
+  return false;
+}
 
 /// `add`, `sub`, `mul`, `div`, `mod`: x <op> value, with Python's semantics on int and float:
 /// int <op> int stays an int for add, sub, mul and mod (overflow is an OUT_OF_RANGE error);
@@ -260,6 +281,9 @@ class Split {
  private:
   std::optional<std::string> sep_;
   int64_t maxsplit_;
+  // call's scratch, reused (a binding is called on its node's executor thread only): no
+  // growth of a fresh vector per string.
+  mutable std::vector<sdk::Value> parts_;
 };
 
 /// `strip`: Python's str.strip(chars).
@@ -326,15 +350,24 @@ struct ToString {
 
 // --- reducers (functions_reduce.cc), called (acc, x) -------------------------------------
 
-/// `sum`: acc + x (numbers; ints stay ints, overflow is an error).
+/// `sum`: acc + x (numbers; ints stay ints, overflow is an error); with one argument, the
+/// sum of an array's items (Python's sum(iterable): 0 + x0 + x1 + ..., left to right).
 struct Sum {
   static constexpr const char* k_name = "sum";
   static constexpr const char* k_doc =
       "Reducer: acc + x. Ints stay ints (overflow is an error), a float makes a float; "
       "another kind is an error. Without `start`, accumulate starts from the first element "
-      "(a running total); with start = 0 the same.";
+      "(a running total); with start = 0 the same. With one argument (map, filter), the sum "
+      "of an array's items as Python's sum(iterable): 0 + x0 + x1 + ... left to right with "
+      "the same rules ([] gives 0, [1, 2] gives 3, [1, 2.5] gives 3.5), so sliding_window "
+      "followed by map(function = \"sum\") is streamz's map(sum); an element that is not an "
+      "array, or an item that is not a number, is an error.";
   static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
+  static constexpr uint32_t k_min_arity = 1;  // (items) or (acc, x)
+  static constexpr uint32_t k_max_arity = 2;
   static sdk::Result<sdk::Value> call(sdk::Args args);
+  /// The one-argument form on a batch of arrays (map(function = "sum")).
+  static sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out);
 };
 
 /// `count`: acc + 1.
@@ -348,22 +381,38 @@ struct Count {
   static sdk::Result<sdk::Value> call(sdk::Args args);
 };
 
-/// `min`, `max`: the smaller / larger of acc and x.
+/// `min`, `max`: the smaller / larger of acc and x; with one argument, of an array's items
+/// (Python's min(iterable) / max(iterable): the first such item).
 template <bool Max>
 struct Extreme {
   static constexpr const char* k_name = Max ? "max" : "min";
   static constexpr const char* k_doc =
       Max ? "Reducer: the larger of acc and x in the host's order of values (numbers by value; "
-            "on a tie acc is kept). Works with or without `start`."
+            "on a tie acc is kept). Works with or without `start`. With one argument (map, "
+            "filter), the largest item of an array as Python's max(iterable): the first of "
+            "equal ones; an empty array or an element that is not an array is an error."
           : "Reducer: the smaller of acc and x in the host's order of values (numbers by value; "
-            "on a tie acc is kept). Works with or without `start`.";
+            "on a tie acc is kept). Works with or without `start`. With one argument (map, "
+            "filter), the smallest item of an array as Python's min(iterable): the first of "
+            "equal ones; an empty array or an element that is not an array is an error.";
   static constexpr int32_t k_kind = SL_FUNCTION_REDUCER;
-  static sdk::Value call(sdk::Args args);
+  static constexpr uint32_t k_min_arity = 1;  // (items) or (acc, x)
+  static constexpr uint32_t k_max_arity = 2;
+  static sdk::Result<sdk::Value> call(sdk::Args args);
 };
 using Min = Extreme<false>;
 using Max = Extreme<true>;
 extern template struct Extreme<false>;
 extern template struct Extreme<true>;
+
+/// Whether reducer `name` of this library also has a one-argument form (an array's sum,
+/// min or max), so map and filter may call it with one element. Names are unique across
+/// plugins, so a reducer of that name is this library's.
+[[nodiscard]] constexpr bool reducer_takes_one_argument(std::string_view name) noexcept {
+  return (name == Sum::k_name && Sum::k_min_arity == 1) ||
+         (name == Min::k_name && Min::k_min_arity == 1) ||
+         (name == Max::k_name && Max::k_min_arity == 1);
+}
 
 /// `count_by`: acc with acc[string_form(key)] incremented, key = x or x at `path`.
 class CountBy {
@@ -384,19 +433,51 @@ class CountBy {
   explicit CountBy(const sdk::Config& args);
   [[nodiscard]] sdk::Result<sdk::Value> call(sdk::Args args) const;
   /// The same step for a caller whose `state` is to be replaced by the result (accumulate):
-  /// when the caller's reference is the only one and the key is already counted, `state`
-  /// itself is updated in place (host object_set_unique) and returned: O(1) instead of
-  /// copying every key. Otherwise exactly call({state, x}). On failure `state` is unchanged.
-  [[nodiscard]] sdk::Result<sdk::Value> step(const sdk::Value& state, sdk::ValueRef x);
+  /// when the caller's reference is the only one, `state` itself is updated in place and
+  /// nullopt is returned (the caller keeps `state`): an existing key through host
+  /// object_set_unique, a new key through object_put_unique (which may move the object to
+  /// a larger block: `state` then holds it), O(1) (amortised) instead of copying every
+  /// key. Otherwise the new state, exactly call({state, x}). On failure `state` is
+  /// unchanged.
+  [[nodiscard]] sdk::Result<std::optional<sdk::Value>> step(sdk::Value& state, sdk::ValueRef x);
 
  private:
   [[nodiscard]] std::string key_of(sdk::ValueRef x) const;
   std::optional<Path> path_;
-  // step's index of the state object: key -> entry index, valid for the object whose
-  // block is `indexed_` (entries keep their index when updated in place, and call()
-  // keeps their order and appends a new key). Each hit is checked against the key.
-  std::unordered_map<std::string, size_t> index_;
+  /// step's index of the state object: key hash -> entry index, in a flat open-addressing
+  /// table that holds no key: each candidate is checked against the object's own key, so
+  /// a hash collision or a stale entry can never update the wrong count. The hash is
+  /// seeded per instance (keys come from the data).
+  class KeyIndex {
+   public:
+    KeyIndex();
+    void clear() noexcept {
+      slots_.clear();
+      size_ = 0;
+    }
+    /// The index of the entry of `obj` whose key is `key`, if indexed.
+    [[nodiscard]] std::optional<size_t> find(sdk::ValueRef obj, std::string_view key) const;
+    /// Records that `key` is entry `index`.
+    void insert(std::string_view key, size_t index);
+
+   private:
+    struct Slot {
+      uint64_t hash = 0;
+      size_t index_plus_1 = 0;  // 0: empty
+    };
+    [[nodiscard]] uint64_t hash(std::string_view key) const noexcept;
+    void put(uint64_t h, size_t index) noexcept;
+    std::vector<Slot> slots_;  // a power of two, at most half full
+    size_t size_ = 0;
+    uint64_t seed_;
+  };
+
+  // Valid for the object whose block is `indexed_` (entries keep their index when updated
+  // in place, and call() keeps their order and appends a new key).
+  KeyIndex index_;
   const void* indexed_ = nullptr;
+  std::vector<sl_str> keys_;  // step's scratch for a new key's object (borrowed views)
+  std::vector<sl_value> values_;
 };
 
 /// `collect_list`: acc with x appended.

@@ -3,9 +3,14 @@
 // each reducer says what it does with such a state (see the k_doc of each).
 #include <sluice/sluice.hpp>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,16 +26,11 @@ using sdk::Result;
 using sdk::Value;
 using sdk::ValueRef;
 
-Result<Value> Sum::call(Args args) {
-  const ValueRef acc = args[0];
-  const ValueRef x = args[1];
-  if (!x.is_number()) {
-    return sdk::invalid_argument("sum: expected a number, got " + std::string(x.kind_name()));
-  }
-  if (!acc.is_number()) {
-    return sdk::invalid_argument("sum: the total so far must be a number, got " +
-                                 std::string(acc.kind_name()));
-  }
+namespace {
+
+/// acc + x for two numbers, the step of sum in both its forms (ints stay ints, overflow is
+/// an error, a float makes a float).
+Result<Value> add_numbers(ValueRef acc, ValueRef x) {
   if (acc.is_int() && x.is_int()) {
     int64_t r = 0;
     if (__builtin_add_overflow(acc.raw().as.i, x.raw().as.i, &r)) {
@@ -40,6 +40,79 @@ Result<Value> Sum::call(Args args) {
     return Value::integer(r);
   }
   return Value::floating(acc.as_float() + x.as_float());
+}
+
+/// Sums the leading int items of `array` into `total` (no Value, no Result per item) and
+/// returns how many it took: all of them, or up to the first non-int item or overflow
+/// (then `total` is the sum of the items before it).
+size_t sum_int_prefix(const sl_host_api& h, sl_value array, size_t n, int64_t& total) {
+  size_t k = 0;
+  for (; k < n; ++k) {
+    const sl_value x = h.value_at(array, k);
+    int64_t next = 0;
+    if (x.kind != SL_KIND_INT || __builtin_add_overflow(total, x.as.i, &next)) break;
+    total = next;
+  }
+  return k;
+}
+
+/// sum(items): Python's sum(iterable), 0 + items[0] + items[1] + ... left to right, each
+/// step as add_numbers. Items are read borrowed (no reference taken).
+Result<Value> sum_items(ValueRef items) {
+  if (!items.is_array()) {
+    return sdk::invalid_argument("sum: with one argument, expected an array, got " +
+                                 std::string(items.kind_name()));
+  }
+  const sl_host_api& h = sdk::host();
+  const sl_value array = items.raw();
+  const size_t n = h.value_size(array);
+  int64_t total = 0;
+  size_t k = sum_int_prefix(h, array, n, total);
+  if (k == n) return Value::integer(total);
+  Value acc = Value::integer(total);  // where the int fast path stopped: general steps
+  for (; k < n; ++k) {
+    const ValueRef x(h.value_at(array, k));
+    if (!x.is_number()) {
+      return sdk::invalid_argument("sum: item " + std::to_string(k) +
+                                   " of the array: expected a number, got " +
+                                   std::string(x.kind_name()));
+    }
+    SLUICE_SDK_ASSIGN_OR_RETURN(acc, add_numbers(acc, x));
+  }
+  return acc;
+}
+
+}  // namespace
+
+Result<Value> Sum::call(Args args) {
+  if (args.size() == 1) return sum_items(args[0]);
+  const ValueRef acc = args[0];
+  const ValueRef x = args[1];
+  if (!x.is_number()) {
+    return sdk::invalid_argument("sum: expected a number, got " + std::string(x.kind_name()));
+  }
+  if (!acc.is_number()) {
+    return sdk::invalid_argument("sum: the total so far must be a number, got " +
+                                 std::string(acc.kind_name()));
+  }
+  return add_numbers(acc, x);
+}
+
+sdk::Status Sum::call_batch(sdk::Context /*ctx*/, Args in, std::span<Value> out) {
+  const sl_host_api& h = sdk::host();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const sl_value array = in[i].raw();
+    if (array.kind == SL_KIND_ARRAY) {  // arrays of ints: summed here, no Result per element
+      const size_t n = h.value_size(array);
+      int64_t total = 0;
+      if (sum_int_prefix(h, array, n, total) == n) {
+        out[i] = Value::integer(total);
+        continue;
+      }
+    }
+    SLUICE_SDK_ASSIGN_OR_RETURN(out[i], sum_items(in[i]));  // floats, errors, overflow
+  }
+  return {};
 }
 
 Result<Value> Count::call(Args args) {
@@ -56,13 +129,98 @@ Result<Value> Count::call(Args args) {
 }
 
 template <bool Max>
-Value Extreme<Max>::call(Args args) {
-  const int c = sdk::compare(args[1], args[0]);
-  return Value::borrow((Max ? c > 0 : c < 0) ? args[1] : args[0]);
+Result<Value> Extreme<Max>::call(Args args) {
+  const auto better = [](ValueRef x, ValueRef best) {  // x replaces best: ties keep best
+    const int c = sdk::compare(x, best);
+    return Max ? c > 0 : c < 0;
+  };
+  if (args.size() == 2) return Value::borrow(better(args[1], args[0]) ? args[1] : args[0]);
+  // One argument: Python's min(iterable) / max(iterable), the first extreme item.
+  const ValueRef items = args[0];
+  if (!items.is_array()) {
+    return sdk::invalid_argument(std::string(k_name) +
+                                 ": with one argument, expected an array, got " +
+                                 std::string(items.kind_name()));
+  }
+  const sl_host_api& h = sdk::host();
+  const size_t n = h.value_size(items.raw());
+  if (n == 0) return sdk::invalid_argument(std::string(k_name) + ": the array is empty");
+  ValueRef best(h.value_at(items.raw(), 0));  // borrowed from items, like every item
+  for (size_t k = 1; k < n; ++k) {
+    const ValueRef x(h.value_at(items.raw(), k));
+    if (better(x, best)) best = x;
+  }
+  return Value::borrow(best);
 }
 
 template struct Extreme<false>;
 template struct Extreme<true>;
+
+CountBy::KeyIndex::KeyIndex()
+    : seed_(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(this)) ^
+            static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
+
+uint64_t CountBy::KeyIndex::hash(std::string_view key) const noexcept {
+  const auto mix = [](uint64_t x) {
+    x *= 0xbf58476d1ce4e5b9ULL;
+    return x ^ (x >> 31);
+  };
+  uint64_t h = mix(seed_ ^ (key.size() * 0x9e3779b97f4a7c15ULL));
+  const char* p = key.data();
+  size_t n = key.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, 8);
+    h = mix(h ^ w);
+  }
+  uint64_t w = 0;  // the last 0..7 bytes, every one of them, without a byte loop
+  if (n >= 4) {
+    uint32_t first = 0;
+    uint32_t last = 0;
+    std::memcpy(&first, p, 4);
+    std::memcpy(&last, p + n - 4, 4);  // overlaps `first` when n < 8
+    w = (uint64_t{first} << 32) | last;
+  } else if (n > 0) {
+    const auto byte = [&](size_t i) { return uint64_t{static_cast<unsigned char>(p[i])}; };
+    w = (byte(0) << 16) | (byte(n / 2) << 8) | byte(n - 1);
+  }
+  return mix(mix(h ^ w));
+}
+
+void CountBy::KeyIndex::put(uint64_t h, size_t index) noexcept {
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].index_plus_1 != 0) i = (i + 1) & mask;
+  slots_[i] = Slot{h, index + 1};
+}
+
+void CountBy::KeyIndex::insert(std::string_view key, size_t index) {
+  if ((size_ + 1) * 2 > slots_.size()) {  // grow: rehash by the stored hashes
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{});
+    for (const Slot& s : old) {
+      if (s.index_plus_1 != 0) put(s.hash, s.index_plus_1 - 1);
+    }
+  }
+  put(hash(key), index);
+  ++size_;
+}
+
+std::optional<size_t> CountBy::KeyIndex::find(ValueRef obj, std::string_view key) const {
+  if (slots_.empty()) return std::nullopt;
+  const sl_host_api& host = sdk::host();
+  const size_t entries = host.value_size(obj.raw());
+  const uint64_t h = hash(key);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask; slots_[i].index_plus_1 != 0; i = (i + 1) & mask) {
+    if (slots_[i].hash != h) continue;
+    const size_t at = slots_[i].index_plus_1 - 1;
+    if (at >= entries) continue;
+    const sl_str k = host.object_key_at(obj.raw(), at);
+    if (std::string_view(k.data, k.size) == key) return at;
+  }
+  return std::nullopt;
+}
 
 CountBy::CountBy(const Config& args) {
   if (args.has("path")) path_.emplace(args, "path");
@@ -104,32 +262,74 @@ Result<Value> CountBy::call(Args args) const {
   return Value::object(entries);
 }
 
-Result<Value> CountBy::step(const Value& state, ValueRef x) {
+Result<std::optional<Value>> CountBy::step(Value& state, ValueRef x) {
   const sl_host_api& h = sdk::host();
   if (h.struct_size < offsetof(sl_host_api, object_set_unique) + sizeof(void*) ||
       h.object_set_unique == nullptr) {
     const std::array<ValueRef, 2> args{state.ref(), x};
-    return call(args);  // an older host: no in-place update
+    SLUICE_SDK_ASSIGN_OR_RETURN(Value next, call(args));  // an older host: no in-place update
+    return std::optional<Value>(std::move(next));
   }
-  const std::string key = key_of(x);
+  // The key: a string element's own text (borrowed from x), else its string form.
+  std::string owned;
+  std::string_view key;
+  if (!path_ && x.is_string()) {
+    key = x.as_str();
+  } else {
+    owned = key_of(x);
+    key = owned;
+  }
   bool hit = false;
   size_t at = 0;
   if (state.is_object()) {
     if (state.raw().as.block != indexed_) {  // another object (first call, restore): index it
       index_.clear();
-      for (size_t i = 0; i < state.size(); ++i) index_.emplace(std::string(state.key_at(i)), i);
+      for (size_t i = 0; i < state.size(); ++i) index_.insert(state.key_at(i), i);
       indexed_ = state.raw().as.block;
     }
-    auto it = index_.find(key);
-    if (it != index_.end() && it->second < state.size() && state.key_at(it->second) == key) {
+    if (const std::optional<size_t> found = index_.find(state, key)) {
       hit = true;
-      at = it->second;
+      at = *found;
       const sl_value count = h.value_at(state.raw(), at);
       if (count.kind == SL_KIND_INT &&
           h.object_set_unique(state.raw(), at, sl_int(count.as.i + 1)) != 0) {
-        return state;  // updated in place: nobody else held it
+        return std::optional<Value>();  // updated in place: nobody else held it
       }
     }
+  }
+  if (!hit && state.is_object() && state.raw().as.block == indexed_ &&
+      h.struct_size >= offsetof(sl_host_api, object_put_unique) + sizeof(void*) &&
+      h.object_put_unique != nullptr) {
+    // A new key (the index holds every key of `state`, so the miss is certain), and a host
+    // that appends in place: when `state` is ours alone it grows by doubling, O(1)
+    // amortised per new key instead of a copy of every entry.
+    const size_t n = state.size();
+    sl_value raw = state.release();
+    const int32_t put = h.object_put_unique(&raw, key.data(), key.size(), sl_int(1));
+    state = Value::adopt(raw);  // the same object, perhaps moved to a larger block
+    if (put != 0) {
+      index_.insert(key, n);
+      indexed_ = state.raw().as.block;
+      return std::optional<Value>();
+    }
+  }
+  if (!hit && state.is_object() && state.raw().as.block == indexed_) {
+    // A new key (the index holds every key of `state`, so the miss is certain): the object
+    // with the key appended, counted once, as call() builds it, but from views of
+    // state's own keys and values (no key copies, no search).
+    const size_t n = state.size();
+    keys_.resize(n + 1);
+    values_.resize(n + 1);
+    for (size_t i = 0; i < n; ++i) {
+      keys_[i] = h.object_key_at(state.raw(), i);
+      values_[i] = h.value_at(state.raw(), i);
+    }
+    keys_[n] = sl_str{key.data(), key.size()};
+    values_[n] = sl_int(1);
+    Value next = Value::adopt(h.object_create(keys_.data(), values_.data(), n + 1));
+    index_.insert(key, n);
+    indexed_ = next.raw().as.block;
+    return std::optional<Value>(std::move(next));
   }
   const std::array<ValueRef, 2> args{state.ref(), x};
   SLUICE_SDK_ASSIGN_OR_RETURN(Value next, call(args));
@@ -138,12 +338,12 @@ Result<Value> CountBy::step(const Value& state, ValueRef x) {
   const bool appended = !hit && state.is_object() && next.size() == state.size() + 1 &&
                         next.key_at(state.size()) == key;
   if (state.is_object() && state.raw().as.block == indexed_ && (hit || appended)) {
-    if (appended) index_.emplace(key, state.size());
+    if (appended) index_.insert(key, state.size());
     indexed_ = next.raw().as.block;
   } else {
     indexed_ = nullptr;
   }
-  return next;
+  return std::optional<Value>(std::move(next));
 }
 
 Value CollectList::call(Args args) {

@@ -101,23 +101,27 @@ std::string py_float_repr(double d) {
   digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
   int exp = std::atoi(std::string(sci.substr(e + 1)).c_str());
   // Python's float_repr_style 'r': fixed notation when -4 <= exp < 16, else scientific.
+  // Built by appending: GCC 12 at -O3 reports a false -Wrestrict on `"literal" + string`
+  // (operator+ inserting at the front), which -Werror turns into a failed Release build.
+  std::string out = sign;
   if (exp >= -4 && exp < 16) {
-    std::string out;
     if (exp < 0) {
-      out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+      out.append("0.").append(static_cast<size_t>(-exp - 1), '0').append(digits);
     } else if (static_cast<size_t>(exp) + 1 >= digits.size()) {
-      out = digits + std::string(static_cast<size_t>(exp) + 1 - digits.size(), '0') + ".0";
+      out.append(digits).append(static_cast<size_t>(exp) + 1 - digits.size(), '0').append(".0");
     } else {
-      out = digits.substr(0, static_cast<size_t>(exp) + 1) + "." +
-            digits.substr(static_cast<size_t>(exp) + 1);
+      const size_t point = static_cast<size_t>(exp) + 1;
+      out.append(digits, 0, point).append(".").append(digits, point);
     }
-    return sign + out;
+    return out;
   }
-  std::string mant = digits.substr(0, 1);
-  if (digits.size() > 1) mant += "." + digits.substr(1);
-  std::string ex = std::to_string(exp < 0 ? -exp : exp);
-  if (ex.size() < 2) ex = "0" + ex;
-  return sign + mant + "e" + (exp < 0 ? "-" : "+") + ex;
+  out.append(digits, 0, 1);
+  if (digits.size() > 1) out.append(".").append(digits, 1);
+  out.append(exp < 0 ? "e-" : "e+");
+  const int abs_exp = exp < 0 ? -exp : exp;
+  if (abs_exp < 10) out.push_back('0');
+  out.append(std::to_string(abs_exp));
+  return out;
 }
 
 /// Python's rule for underscores in numeric literals: single, and only between digits.
@@ -156,8 +160,9 @@ std::string_view trim_space(std::string_view s) {
 
 std::string quoted(std::string_view s) {
   constexpr size_t k_max = 40;
-  if (s.size() > k_max) return "\"" + std::string(s.substr(0, k_max)) + "...\"";
-  return "\"" + std::string(s) + "\"";
+  std::string out(1, '"');  // appended, not "\"" + ...: see py_float_repr
+  out.append(s.substr(0, k_max)).append(s.size() > k_max ? "...\"" : "\"");
+  return out;
 }
 
 }  // namespace
@@ -255,7 +260,8 @@ Split::Split(const Config& args)
 Result<Value> Split::call(ValueRef x) const {
   if (!x.is_string()) return wrong_kind(k_name, "a string", x);
   const std::string_view s = x.as_str();
-  std::vector<Value> parts;
+  std::vector<Value>& parts = parts_;
+  parts.clear();
   int64_t splits = 0;
   if (sep_) {
     size_t from = 0;
@@ -291,7 +297,9 @@ Result<Value> Split::call(ValueRef x) const {
       ++splits;
     }
   }
-  return Value::array(parts);
+  Value array = Value::array(parts);
+  parts.clear();  // the array holds its own references
+  return array;
 }
 
 // --- strip ---------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
 // map and filter.
 #include <sluice/sluice.hpp>
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "functions.hpp"
 #include "map_filter.hpp"
 
 namespace sluice::core_ops {
@@ -19,15 +23,19 @@ using sdk::ValueRef;
 
 namespace {
 
-/// Binds the FUNCTION key `key` and checks it takes one element (map or predicate).
+/// Binds the FUNCTION key `key` and checks it takes one element: a map or predicate
+/// function, or one of this library's reducers that also reduce an array given alone
+/// (sum, min, max: streamz's map(sum) after a window).
 Function bind_element_function(Context ctx, const Config& cfg, const char* key) {
   const Value spec = cfg.get_value(key);
   Function fn = ctx.bind_function(spec).value();  // a failure is already reported on ctx
   if (fn.kind() == SL_FUNCTION_REDUCER) {
     std::optional<Value> name = spec.is_string() ? std::optional(spec) : spec.get("name");
-    cfg.fail(key, "must be a map or predicate function; '" +
-                      std::string(name && name->is_string() ? name->as_str() : "?") +
-                      "' is a reducer (use accumulate)");
+    const std::string_view text = name && name->is_string() ? name->as_str() : "?";
+    if (!reducer_takes_one_argument(text)) {
+      cfg.fail(key, "must be a map or predicate function; '" + std::string(text) +
+                        "' is a reducer (use accumulate)");
+    }
   }
   return fn;
 }
@@ -41,9 +49,80 @@ void gather_values(Batch batch, std::vector<sl_value>& in) {
 
 }  // namespace
 
-Map::Map(Context ctx, const Config& cfg) : fn_(bind_element_function(ctx, cfg, "function")) {}
+std::optional<IntKernel> IntKernel::of(const Value& spec) {
+  if (!spec.is_object()) return std::nullopt;  // a bare name: no `value`; or Lua
+  const std::optional<Value> name = spec.get("name");
+  const std::optional<Value> args = spec.get("args");
+  if (!name || !name->is_string() || !args || !args->is_object()) return std::nullopt;
+  const std::optional<Value> value = args->get("value");
+  if (!value || !value->is_int() || args->get("path")) return std::nullopt;
+  const int64_t b = value->as_int();
+  static constexpr std::array<std::pair<std::string_view, Op>, 10> k_ops{{
+      {Add::k_name, Op::add},
+      {Sub::k_name, Op::sub},
+      {Mul::k_name, Op::mul},
+      {Mod::k_name, Op::mod},
+      {Eq::k_name, Op::eq},
+      {Ne::k_name, Op::ne},
+      {Gt::k_name, Op::gt},
+      {Ge::k_name, Op::ge},
+      {Lt::k_name, Op::lt},
+      {Le::k_name, Op::le},
+  }};
+  for (const auto& [n, op] : k_ops) {
+    if (n != name->as_str()) continue;
+    if (op == Op::mod && b == 0) return std::nullopt;  // refused when the function binds
+    return IntKernel(op, b);
+  }
+  return std::nullopt;
+}
+
+bool IntKernel::apply(int64_t x, sl_value& out) const noexcept {
+  int64_t r = 0;
+  switch (op_) {
+    case Op::add:
+      if (!int_op<ArithOp::add>(x, operand_, r)) return false;
+      out = sl_int(r);
+      return true;
+    case Op::sub:
+      if (!int_op<ArithOp::sub>(x, operand_, r)) return false;
+      out = sl_int(r);
+      return true;
+    case Op::mul:
+      if (!int_op<ArithOp::mul>(x, operand_, r)) return false;
+      out = sl_int(r);
+      return true;
+    case Op::mod:
+      if (!int_op<ArithOp::mod>(x, operand_, r)) return false;
+      out = sl_int(r);
+      return true;
+    case Op::eq: out = sl_bool(x == operand_ ? 1 : 0); return true;
+    case Op::ne: out = sl_bool(x != operand_ ? 1 : 0); return true;
+    case Op::gt: out = sl_bool(x > operand_ ? 1 : 0); return true;
+    case Op::ge: out = sl_bool(x >= operand_ ? 1 : 0); return true;
+    case Op::lt: out = sl_bool(x < operand_ ? 1 : 0); return true;
+    case Op::le: out = sl_bool(x <= operand_ ? 1 : 0); return true;
+  }
+  return false;
+}
+
+Map::Map(Context ctx, const Config& cfg)
+    : fn_(bind_element_function(ctx, cfg, "function")),
+      kernel_(IntKernel::of(cfg.get_value("function"))) {}
+
+bool Map::process_ints(Batch batch) {
+  messages_.resize(batch.size());
+  sl_message* out = messages_.data();
+  for (const sl_message& m : batch) {
+    *out = m;  // key, headers, timestamp borrowed from m; the value is an int or a bool
+    if (m.value.kind != SL_KIND_INT || !kernel_->apply(m.value.as.i, out->value)) return false;
+    ++out;
+  }
+  return true;
+}
 
 Status Map::process(Context ctx, uint32_t /*input*/, Batch batch) {
+  if (kernel_ && process_ints(batch)) return ctx.emit(messages_);
   gather_values(batch, in_);
   out_.resize(batch.size());
   SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in_, out_));
@@ -60,10 +139,24 @@ Status Map::process(Context ctx, uint32_t /*input*/, Batch batch) {
 }
 
 Filter::Filter(Context ctx, const Config& cfg) {
-  if (cfg.has("function")) fn_ = bind_element_function(ctx, cfg, "function");
+  if (cfg.has("function")) {
+    fn_ = bind_element_function(ctx, cfg, "function");
+    kernel_ = IntKernel::of(cfg.get_value("function"));
+  }
+}
+
+bool Filter::process_ints(Batch batch) {
+  kept_.clear();
+  for (const sl_message& m : batch) {
+    sl_value r = sl_null();
+    if (m.value.kind != SL_KIND_INT || !kernel_->apply(m.value.as.i, r)) return false;
+    if (r.as.i != 0) kept_.push_back(m);  // truthy: a true bool or a non-zero int
+  }
+  return true;
 }
 
 Status Filter::process(Context ctx, uint32_t /*input*/, Batch batch) {
+  if (kernel_ && process_ints(batch)) return kept_.empty() ? Status() : ctx.emit(kept_);
   if (fn_) {
     gather_values(batch, in_);
     out_.resize(batch.size());

@@ -6,9 +6,33 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace sluice::core_ops {
+
+/// This library's element functions that map and filter run inline on int elements, without
+/// a call through the host or a Value per element: add, sub, mul and mod with an int
+/// `value`, and eq, ne, gt, ge, lt and le with an int `value` and no `path`. They compute
+/// exactly what the function does for an int (the same int_op; a comparison of two ints).
+/// An element of another kind, or an overflow, is left to the bound function, so results
+/// and error messages stay the function's own. Names are unique across plugins, so a
+/// function of one of these names is this library's.
+class IntKernel {
+ public:
+  /// The kernel for the normalised function spec of map/filter (`name` or `{name, args}`),
+  /// or nullopt when the function is another one (or its `value` is not an int).
+  static std::optional<IntKernel> of(const sdk::Value& spec);
+  /// f(x) into `out` (an int, or a bool for a comparison); false when x needs the bound
+  /// function (an overflow).
+  [[nodiscard]] bool apply(int64_t x, sl_value& out) const noexcept;
+
+ private:
+  enum class Op : uint8_t { add, sub, mul, mod, eq, ne, gt, ge, lt, le };
+  IntKernel(Op op, int64_t operand) noexcept : op_(op), operand_(operand) {}
+  Op op_;
+  int64_t operand_;
+};
 
 /// `map`: each element replaced by function(element); key, headers and timestamp are kept.
 class Map final : public sdk::Operator {
@@ -17,7 +41,9 @@ class Map final : public sdk::Operator {
   static constexpr const char* k_doc =
       "Emits function(x) for each element x, keeping each message's key, headers and event "
       "time (streamz map). `function` names a map (or predicate) function; its arguments go "
-      "in `args`, e.g. function = \"add\", args = { value = 1 }.";
+      "in `args`, e.g. function = \"add\", args = { value = 1 }. The reducers sum, min and "
+      "max also serve: given one array they reduce its items, as Python's sum(iterable) "
+      "(streamz sliding_window(n).map(sum)).";
   static constexpr std::array k_params{
       sdk::required("function", SL_PARAM_FUNCTION, "The function to apply to each element."),
   };
@@ -26,7 +52,12 @@ class Map final : public sdk::Operator {
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
 
  private:
+  /// The whole batch through kernel_ into messages_; false (messages_ unusable) as soon
+  /// as one element needs the bound function.
+  bool process_ints(sdk::Batch batch);
+
   sdk::Function fn_;
+  std::optional<IntKernel> kernel_;
   std::vector<sl_value> in_;  // per-batch scratch, reused
   std::vector<sdk::Value> out_;
   std::vector<sl_message> messages_;
@@ -50,7 +81,12 @@ class Filter final : public sdk::Operator {
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
 
  private:
+  /// The kept messages of the batch through kernel_ into kept_; false (kept_ unusable)
+  /// as soon as one element needs the bound function.
+  bool process_ints(sdk::Batch batch);
+
   sdk::Function fn_;  // empty: test the elements themselves
+  std::optional<IntKernel> kernel_;
   std::vector<sl_value> in_;
   std::vector<sdk::Value> out_;
   std::vector<sl_message> kept_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -268,15 +269,23 @@ SlidingWindow::SlidingWindow(Context /*ctx*/, const Config& cfg)
       return_partial_(cfg.get_bool("return_partial")),
       emit_partial_(cfg.get_bool("emit_partial")) {}
 
+void SlidingWindow::push(Value v) {
+  if (buf_.size() - begin_ == n_) buf_[begin_++] = Value();  // the oldest leaves now
+  if (begin_ >= n_) {
+    buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(begin_));
+    begin_ = 0;
+  }
+  buf_.push_back(std::move(v));
+}
+
 Status SlidingWindow::process(Context ctx, uint32_t /*input*/, Batch batch) {
   out_.clear();
+  out_.reserve(batch.size());
   for (const sl_message& m : batch) {
-    window_.push_back(Value::borrow(m.value));
-    if (window_.size() > n_) window_.pop_front();
-    if (window_.size() == n_) full_ = true;
-    if (return_partial_ || window_.size() == n_) {
-      out_.push_back(Value::array(std::vector<Value>(window_.begin(), window_.end())));
-    }
+    push(Value::borrow(m.value));
+    const size_t size = buf_.size() - begin_;
+    if (size == n_) full_ = true;
+    if (return_partial_ || size == n_) out_.push_back(Value::array(window()));
   }
   if (out_.empty()) return {};
   Status st = ctx.emit_values(out_);
@@ -285,14 +294,12 @@ Status SlidingWindow::process(Context ctx, uint32_t /*input*/, Batch batch) {
 }
 
 Status SlidingWindow::finish(Context ctx) {
-  if (!emit_partial_ || return_partial_ || full_ || window_.empty()) return {};
-  return ctx.emit(Value::array(std::vector<Value>(window_.begin(), window_.end())));
+  if (!emit_partial_ || return_partial_ || full_ || buf_.size() == begin_) return {};
+  return ctx.emit(Value::array(window()));
 }
 
 Result<Value> SlidingWindow::snapshot(Context /*ctx*/) {
-  return Value::object(
-      {{"window", Value::array(std::vector<Value>(window_.begin(), window_.end()))},
-       {"full", Value::boolean(full_)}});
+  return Value::object({{"window", Value::array(window())}, {"full", Value::boolean(full_)}});
 }
 
 Status SlidingWindow::restore(Context /*ctx*/, ValueRef state) {
@@ -302,10 +309,10 @@ Status SlidingWindow::restore(Context /*ctx*/, ValueRef state) {
     return sdk::invalid_argument("sliding_window: checkpoint state has no 'full' bool: " +
                                  preview(state));
   }
-  window_.clear();
-  for (Value& v : items_of(window)) window_.push_back(std::move(v));
-  while (window_.size() > n_) window_.pop_front();  // the config's n may have shrunk
-  full_ = full->as_bool() || window_.size() == n_;
+  buf_.clear();
+  begin_ = 0;
+  for (Value& v : items_of(window)) push(std::move(v));  // keeps the last n_ (n may shrink)
+  full_ = full->as_bool() || buf_.size() - begin_ == n_;
   return {};
 }
 

@@ -8,10 +8,10 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <map>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -153,10 +153,20 @@ class SlidingWindow final : public sdk::Operator {
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
 
  private:
+  /// The window, oldest first: contiguous, so each output array is made from it directly.
+  [[nodiscard]] std::span<const sdk::Value> window() const {
+    return std::span<const sdk::Value>(buf_).subspan(begin_);
+  }
+  void push(sdk::Value v);
+
   size_t n_;
   bool return_partial_;
   bool emit_partial_;
-  std::deque<sdk::Value> window_;
+  // buf_[begin_..] is the window; the slots before begin_ are empty (released when the
+  // element left the window). Compacted when begin_ reaches n_: at most 2n slots, and
+  // O(1) moves per element on average.
+  std::vector<sdk::Value> buf_;
+  size_t begin_ = 0;
   bool full_ = false;  // a full window went out
   std::vector<sdk::Value> out_;
 };

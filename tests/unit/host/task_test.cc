@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -543,6 +544,51 @@ inputs = ["b", "a"]
   ASSERT_EQ(g.input_ids.size(), 2u);
   EXPECT_EQ(std::string_view(g.input_ids[0].data, g.input_ids[0].size), "b");
   EXPECT_EQ(std::string_view(g.input_ids[1].data, g.input_ids[1].size), "a");
+}
+
+// The batch-latency histogram is a sample (docs/OPERATIONS.md): each node's first call,
+// then one call in about 16 at intervals of 1 to 31 calls.
+TEST(NodeCountersTest, BatchLatencyIsSampledAboutOneCallIn16) {
+  NodeCounters c;
+  EXPECT_TRUE(c.sample_latency());  // the first call is timed
+  size_t timed = 1;
+  size_t gap = 0;
+  size_t longest_gap = 0;
+  for (int i = 1; i < 16'000; ++i) {
+    if (c.sample_latency()) {
+      ++timed;
+      longest_gap = std::max(longest_gap, gap);
+      gap = 0;
+    } else {
+      ++gap;
+    }
+  }
+  EXPECT_GE(timed, 900u);
+  EXPECT_LE(timed, 1100u);
+  EXPECT_LE(longest_gap, 2 * NodeCounters::k_latency_sample_every - 2);  // untimed in a row
+}
+
+TEST_F(TaskTest, TheLatencyHistogramCountsTheTimedCallsOnly) {
+  GraphSpec spec = load(R"(
+[runtime]
+batch_size = 1
+[sources.src]
+type = "numbers"
+n = 1000
+[sinks.out]
+type = "record_sink"
+inputs = ["src"]
+)");
+  Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &real_clock_});
+  ASSERT_TRUE(task.create().is_ok());
+  ASSERT_TRUE(task.start().is_ok());
+  ASSERT_TRUE(task.run().is_ok());
+  const NodeCounters& c = *task.nodes()[1].counters;
+  EXPECT_EQ(c.messages_in.load(), 1000u);  // every delivery is counted
+  uint64_t observations = 0;
+  for (const auto& b : c.latency_buckets) observations += b.load();
+  EXPECT_GE(observations, 30u);  // about 1000 / 16, never every call
+  EXPECT_LE(observations, 120u);
 }
 
 }  // namespace
