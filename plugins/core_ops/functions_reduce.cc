@@ -46,9 +46,15 @@ Result<Value> add_numbers(ValueRef acc, ValueRef x) {
 /// returns how many it took: all of them, or up to the first non-int item or overflow
 /// (then `total` is the sum of the items before it).
 size_t sum_int_prefix(const sl_host_api& h, sl_value array, size_t n, int64_t& total) {
+  // One host call for the whole array where the host has array_items (a call per item
+  // through value_at was 28 % of sliding_window -> map(sum)).
+  const sl_value* run =
+      h.struct_size >= offsetof(sl_host_api, array_items) + sizeof(void*) && h.array_items
+          ? h.array_items(array)
+          : nullptr;
   size_t k = 0;
   for (; k < n; ++k) {
-    const sl_value x = h.value_at(array, k);
+    const sl_value x = run ? run[k] : h.value_at(array, k);
     int64_t next = 0;
     if (x.kind != SL_KIND_INT || __builtin_add_overflow(total, x.as.i, &next)) break;
     total = next;

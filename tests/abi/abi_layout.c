@@ -138,6 +138,7 @@ static const field_info k_fields[] = {
     FIELD(sl_host_api, object_set_unique),
     FIELD(sl_host_api, gauge_set),
     FIELD(sl_host_api, object_put_unique),
+    FIELD(sl_host_api, array_items),
 
     FIELD(sl_node_init, struct_size),
     FIELD(sl_node_init, host),

@@ -301,6 +301,7 @@ sl_host_api make_table() {
   t.object_set_unique = object_set_unique;
   t.gauge_set = api_gauge_set;
   t.object_put_unique = object_put_unique;
+  t.array_items = array_items;
   return t;
 }
 

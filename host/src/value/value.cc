@@ -300,6 +300,11 @@ sl_value value_at(sl_value v, size_t index) noexcept {
   return sl_null();
 }
 
+const sl_value* array_items(sl_value v) noexcept {
+  if (v.kind != SL_KIND_ARRAY || v.as.block->size == 0) return nullptr;
+  return reinterpret_cast<const sl_value*>(payload(v.as.block));
+}
+
 sl_str object_key_at(sl_value v, size_t index) noexcept {
   if (v.kind != SL_KIND_OBJECT || index >= v.as.block->size) return {nullptr, 0};
   return object_view(v.as.block).keys[index];

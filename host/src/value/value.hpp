@@ -34,6 +34,8 @@ int32_t object_set_unique(sl_value obj, size_t index, sl_value value) noexcept;
 // In-place insert or update of `key` in an object only the caller references
 // (sl_host_api.object_put_unique); the block may move (*obj is updated).
 // 1 = done, `value` taken; 0 = nothing changed.
+// The items of an array, contiguous (sl_host_api.array_items); nullptr if none.
+const sl_value* array_items(sl_value v) noexcept;
 int32_t object_put_unique(sl_value* obj, const char* key, size_t key_size, sl_value value) noexcept;
 int32_t value_compare(sl_value a, sl_value b) noexcept;
 uint64_t value_hash(sl_value v) noexcept;

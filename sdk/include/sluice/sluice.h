@@ -503,6 +503,15 @@ typedef struct sl_host_api {
    *  turns the O(keys) copy per new key into amortised O(1). Executor thread of
    *  the reference's holder. */
   int32_t (*object_put_unique)(sl_value* obj, const char* key, size_t key_size, sl_value value);
+
+  /* -- values: reading without a call per item (ABI 1.1) ------------------- */
+
+  /** The items of array `v` as one contiguous, read-only run of
+   *  value_size(v) values. Borrowed: valid while `v` is. NULL when `v` is not
+   *  an array or is empty. A plugin that reads every item of large or many
+   *  arrays (sum of a window) does one call instead of one value_at per item.
+   *  Thread-safe. */
+  const sl_value* (*array_items)(sl_value v);
 } sl_host_api;
 
 /** io_watch events. */

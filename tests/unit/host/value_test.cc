@@ -133,6 +133,17 @@ TEST(Value, PutUniqueRefusesASharedObjectAndChangesNothing) {
   EXPECT_EQ(object_put_unique(&not_object, "a", 1, sl_int(5)), 0);
 }
 
+TEST(Value, ArrayItemsAreTheItemsInOrderAndNullForOtherKinds) {
+  std::vector<Value> items{Value::integer(1), Value::string("two"), Value::floating(3.5)};
+  Value a = Value::array(items);
+  const sl_value* run = array_items(a.raw());
+  ASSERT_NE(run, nullptr);
+  for (size_t i = 0; i < items.size(); ++i) EXPECT_EQ(value_compare(run[i], items[i].raw()), 0);
+  EXPECT_EQ(array_items(Value::array({}).raw()), nullptr);
+  EXPECT_EQ(array_items(Value::string("abc").raw()), nullptr);
+  EXPECT_EQ(array_items(sl_int(1)), nullptr);
+}
+
 TEST(Value, TruthinessFollowsPython) {
   EXPECT_FALSE(truthy(sl_null()));
   EXPECT_FALSE(truthy(sl_int(0)));
