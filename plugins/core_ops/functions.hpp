@@ -434,50 +434,16 @@ class CountBy {
   [[nodiscard]] sdk::Result<sdk::Value> call(sdk::Args args) const;
   /// The same step for a caller whose `state` is to be replaced by the result (accumulate):
   /// when the caller's reference is the only one, `state` itself is updated in place and
-  /// nullopt is returned (the caller keeps `state`): an existing key through host
-  /// object_set_unique, a new key through object_put_unique (which may move the object to
-  /// a larger block: `state` then holds it), O(1) (amortised) instead of copying every
-  /// key. Otherwise the new state, exactly call({state, x}). On failure `state` is
-  /// unchanged.
-  [[nodiscard]] sdk::Result<std::optional<sdk::Value>> step(sdk::Value& state, sdk::ValueRef x);
+  /// nullopt is returned (the caller keeps `state`): the key is found with host
+  /// object_get and set or added with object_put_unique (which may move the object to a
+  /// larger block: `state` then holds it), O(1) (amortised) instead of copying every key.
+  /// Otherwise the new state, exactly call({state, x}). On failure `state` is unchanged.
+  [[nodiscard]] sdk::Result<std::optional<sdk::Value>> step(sdk::Value& state,
+                                                            sdk::ValueRef x) const;
 
  private:
   [[nodiscard]] std::string key_of(sdk::ValueRef x) const;
   std::optional<Path> path_;
-  /// step's index of the state object: key hash -> entry index, in a flat open-addressing
-  /// table that holds no key: each candidate is checked against the object's own key, so
-  /// a hash collision or a stale entry can never update the wrong count. The hash is
-  /// seeded per instance (keys come from the data).
-  class KeyIndex {
-   public:
-    KeyIndex();
-    void clear() noexcept {
-      slots_.clear();
-      size_ = 0;
-    }
-    /// The index of the entry of `obj` whose key is `key`, if indexed.
-    [[nodiscard]] std::optional<size_t> find(sdk::ValueRef obj, std::string_view key) const;
-    /// Records that `key` is entry `index`.
-    void insert(std::string_view key, size_t index);
-
-   private:
-    struct Slot {
-      uint64_t hash = 0;
-      size_t index_plus_1 = 0;  // 0: empty
-    };
-    [[nodiscard]] uint64_t hash(std::string_view key) const noexcept;
-    void put(uint64_t h, size_t index) noexcept;
-    std::vector<Slot> slots_;  // a power of two, at most half full
-    size_t size_ = 0;
-    uint64_t seed_;
-  };
-
-  // Valid for the object whose block is `indexed_` (entries keep their index when updated
-  // in place, and call() keeps their order and appends a new key).
-  KeyIndex index_;
-  const void* indexed_ = nullptr;
-  std::vector<sl_str> keys_;  // step's scratch for a new key's object (borrowed views)
-  std::vector<sl_value> values_;
 };
 
 /// `collect_list`: acc with x appended.

@@ -3,12 +3,9 @@
 // each reducer says what it does with such a state (see the k_doc of each).
 #include <sluice/sluice.hpp>
 
-#include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -162,72 +159,6 @@ Result<Value> Extreme<Max>::call(Args args) {
 template struct Extreme<false>;
 template struct Extreme<true>;
 
-CountBy::KeyIndex::KeyIndex()
-    : seed_(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(this)) ^
-            static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
-
-uint64_t CountBy::KeyIndex::hash(std::string_view key) const noexcept {
-  const auto mix = [](uint64_t x) {
-    x *= 0xbf58476d1ce4e5b9ULL;
-    return x ^ (x >> 31);
-  };
-  uint64_t h = mix(seed_ ^ (key.size() * 0x9e3779b97f4a7c15ULL));
-  const char* p = key.data();
-  size_t n = key.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, 8);
-    h = mix(h ^ w);
-  }
-  uint64_t w = 0;  // the last 0..7 bytes, every one of them, without a byte loop
-  if (n >= 4) {
-    uint32_t first = 0;
-    uint32_t last = 0;
-    std::memcpy(&first, p, 4);
-    std::memcpy(&last, p + n - 4, 4);  // overlaps `first` when n < 8
-    w = (uint64_t{first} << 32) | last;
-  } else if (n > 0) {
-    const auto byte = [&](size_t i) { return uint64_t{static_cast<unsigned char>(p[i])}; };
-    w = (byte(0) << 16) | (byte(n / 2) << 8) | byte(n - 1);
-  }
-  return mix(mix(h ^ w));
-}
-
-void CountBy::KeyIndex::put(uint64_t h, size_t index) noexcept {
-  const size_t mask = slots_.size() - 1;
-  size_t i = h & mask;
-  while (slots_[i].index_plus_1 != 0) i = (i + 1) & mask;
-  slots_[i] = Slot{h, index + 1};
-}
-
-void CountBy::KeyIndex::insert(std::string_view key, size_t index) {
-  if ((size_ + 1) * 2 > slots_.size()) {  // grow: rehash by the stored hashes
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{});
-    for (const Slot& s : old) {
-      if (s.index_plus_1 != 0) put(s.hash, s.index_plus_1 - 1);
-    }
-  }
-  put(hash(key), index);
-  ++size_;
-}
-
-std::optional<size_t> CountBy::KeyIndex::find(ValueRef obj, std::string_view key) const {
-  if (slots_.empty()) return std::nullopt;
-  const sl_host_api& host = sdk::host();
-  const size_t entries = host.value_size(obj.raw());
-  const uint64_t h = hash(key);
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = h & mask; slots_[i].index_plus_1 != 0; i = (i + 1) & mask) {
-    if (slots_[i].hash != h) continue;
-    const size_t at = slots_[i].index_plus_1 - 1;
-    if (at >= entries) continue;
-    const sl_str k = host.object_key_at(obj.raw(), at);
-    if (std::string_view(k.data, k.size) == key) return at;
-  }
-  return std::nullopt;
-}
-
 CountBy::CountBy(const Config& args) {
   if (args.has("path")) path_.emplace(args, "path");
 }
@@ -268,87 +199,37 @@ Result<Value> CountBy::call(Args args) const {
   return Value::object(entries);
 }
 
-Result<std::optional<Value>> CountBy::step(Value& state, ValueRef x) {
+Result<std::optional<Value>> CountBy::step(Value& state, ValueRef x) const {
   const sl_host_api& h = sdk::host();
-  if (h.struct_size < offsetof(sl_host_api, object_set_unique) + sizeof(void*) ||
-      h.object_set_unique == nullptr) {
-    const std::array<ValueRef, 2> args{state.ref(), x};
-    SLUICE_SDK_ASSIGN_OR_RETURN(Value next, call(args));  // an older host: no in-place update
-    return std::optional<Value>(std::move(next));
-  }
-  // The key: a string element's own text (borrowed from x), else its string form.
-  std::string owned;
-  std::string_view key;
-  if (!path_ && x.is_string()) {
-    key = x.as_str();
-  } else {
-    owned = key_of(x);
-    key = owned;
-  }
-  bool hit = false;
-  size_t at = 0;
-  if (state.is_object()) {
-    if (state.raw().as.block != indexed_) {  // another object (first call, restore): index it
-      index_.clear();
-      for (size_t i = 0; i < state.size(); ++i) index_.insert(state.key_at(i), i);
-      indexed_ = state.raw().as.block;
-    }
-    if (const std::optional<size_t> found = index_.find(state, key)) {
-      hit = true;
-      at = *found;
-      const sl_value count = h.value_at(state.raw(), at);
-      if (count.kind == SL_KIND_INT &&
-          h.object_set_unique(state.raw(), at, sl_int(count.as.i + 1)) != 0) {
-        return std::optional<Value>();  // updated in place: nobody else held it
-      }
-    }
-  }
-  if (!hit && state.is_object() && state.raw().as.block == indexed_ &&
+  const bool host_updates_in_place =
       h.struct_size >= offsetof(sl_host_api, object_put_unique) + sizeof(void*) &&
-      h.object_put_unique != nullptr) {
-    // A new key (the index holds every key of `state`, so the miss is certain), and a host
-    // that appends in place: when `state` is ours alone it grows by doubling, O(1)
-    // amortised per new key instead of a copy of every entry.
-    const size_t n = state.size();
-    sl_value raw = state.release();
-    const int32_t put = h.object_put_unique(&raw, key.data(), key.size(), sl_int(1));
-    state = Value::adopt(raw);  // the same object, perhaps moved to a larger block
-    if (put != 0) {
-      index_.insert(key, n);
-      indexed_ = state.raw().as.block;
-      return std::optional<Value>();
+      h.object_put_unique != nullptr;
+  if (host_updates_in_place && state.is_object()) {
+    // The key: a string element's own text (borrowed from x), else its string form.
+    std::string owned;
+    std::string_view key;
+    if (!path_ && x.is_string()) {
+      key = x.as_str();
+    } else {
+      owned = key_of(x);
+      key = owned;
+    }
+    // The host's object is its own hash index: a lookup, then an in-place set that also
+    // adds a new key (the block doubles when full), both O(1) when `state` is ours alone.
+    sl_value count = sl_null();
+    const bool known = h.object_get(state.raw(), key.data(), key.size(), &count) != 0;
+    if (!known || count.kind == SL_KIND_INT) {  // else call() reports the bad count
+      sl_value raw = state.release();
+      const int32_t put =
+          h.object_put_unique(&raw, key.data(), key.size(), sl_int(known ? count.as.i + 1 : 1));
+      state = Value::adopt(raw);  // the same object, perhaps moved to a larger block
+      if (put != 0) return std::optional<Value>();
     }
   }
-  if (!hit && state.is_object() && state.raw().as.block == indexed_) {
-    // A new key (the index holds every key of `state`, so the miss is certain): the object
-    // with the key appended, counted once, as call() builds it, but from views of
-    // state's own keys and values (no key copies, no search).
-    const size_t n = state.size();
-    keys_.resize(n + 1);
-    values_.resize(n + 1);
-    for (size_t i = 0; i < n; ++i) {
-      keys_[i] = h.object_key_at(state.raw(), i);
-      values_[i] = h.value_at(state.raw(), i);
-    }
-    keys_[n] = sl_str{key.data(), key.size()};
-    values_[n] = sl_int(1);
-    Value next = Value::adopt(h.object_create(keys_.data(), values_.data(), n + 1));
-    index_.insert(key, n);
-    indexed_ = next.raw().as.block;
-    return std::optional<Value>(std::move(next));
-  }
+  // Shared (a downstream node kept the state), not an object yet, or an older host:
+  // the new state is built as call() builds it, and `state` is left as it was.
   const std::array<ValueRef, 2> args{state.ref(), x};
   SLUICE_SDK_ASSIGN_OR_RETURN(Value next, call(args));
-  // Keep the index for the new object: same entries in the same order, plus `key` at the
-  // end when it was new. Anything else is re-indexed on the next call.
-  const bool appended = !hit && state.is_object() && next.size() == state.size() + 1 &&
-                        next.key_at(state.size()) == key;
-  if (state.is_object() && state.raw().as.block == indexed_ && (hit || appended)) {
-    if (appended) index_.insert(key, state.size());
-    indexed_ = next.raw().as.block;
-  } else {
-    indexed_ = nullptr;
-  }
   return std::optional<Value>(std::move(next));
 }
 
