@@ -1,10 +1,15 @@
 // Benchmark 3 of issue 7: the Kafka side tools, on librdkafka's C API only.
 //
-//   kafka_raw_loop loop    --brokers B --in TOPIC --out TOPIC [--stop-at-end] [-X key=value]...
-//       The baseline: a plain consume -> produce loop (every partition of TOPIC assigned from
-//       the beginning, no group, each message produced to --out with its key; payload
-//       copied). With --stop-at-end it exits once every partition reached its end and all
-//       deliveries are done, like sluice's from_kafka stop_at_end; otherwise on SIGTERM.
+//   kafka_raw_loop loop    --brokers B --in TOPIC --out TOPIC [--stop-at-end] [--assign]
+//                          [-X key=value]...
+//       The baseline: a plain consume -> produce loop, one message at a time (every partition
+//       of TOPIC read from the beginning, no group, each message produced to --out with its
+//       key; payload copied). The consumer is what sluice's from_kafka without group_id
+//       uses: the partition consumer API, every partition started on one queue, no
+//       group.id; --assign uses the group API's assign() instead (one consumer queue; needs
+//       a group.id, nothing is committed), as from_kafka with a group_id reads. With
+//       --stop-at-end it exits once every partition reached its end and all deliveries are
+//       done, like sluice's from_kafka stop_at_end; otherwise on SIGTERM.
 //   kafka_raw_loop produce --brokers B --topic TOPIC --count N [--size 100] [--rate MSG/S]
 //       Produces N keyed messages of --size bytes whose first 16 bytes are the send time
 //       (µs since the epoch, decimal), as fast as possible or at --rate; prints a JSON line.
@@ -51,6 +56,7 @@ struct Options {
   std::string mode, brokers, in, out, topic;
   int64_t count = 0, size = 100, rate = 0, timeout_s = 120;
   bool stop_at_end = false;
+  bool assign = false;  // loop: the group API's assign() instead of per-partition queues
   std::vector<std::pair<std::string, std::string>> props;
 };
 
@@ -82,6 +88,8 @@ Options parse(int argc, char** argv) {
       o.timeout_s = std::atoll(value().c_str());
     } else if (a == "--stop-at-end") {
       o.stop_at_end = true;
+    } else if (a == "--assign") {
+      o.assign = true;
     } else if (a == "-X") {
       std::string kv = value();
       size_t eq = kv.find('=');
@@ -118,8 +126,8 @@ rd_kafka_t* make_client(rd_kafka_type_t type, const Options& o,
   return rk;
 }
 
-// Assigns every partition of `topic` from the beginning; returns the partition count.
-int assign_all(rd_kafka_t* consumer, const std::string& topic) {
+// The partitions of `topic` (waits for its metadata); the caller destroys the list.
+rd_kafka_topic_partition_list_t* all_partitions(rd_kafka_t* consumer, const std::string& topic) {
   rd_kafka_topic_t* t = rd_kafka_topic_new(consumer, topic.c_str(), nullptr);
   const rd_kafka_metadata_t* md = nullptr;
   for (int attempt = 0; attempt < 50; ++attempt) {
@@ -141,7 +149,31 @@ int assign_all(rd_kafka_t* consumer, const std::string& topic) {
         RD_KAFKA_OFFSET_BEGINNING;
   }
   rd_kafka_metadata_destroy(md);
+  return list;
+}
+
+// Assigns every partition of `topic` from the beginning; returns the partition count.
+int assign_all(rd_kafka_t* consumer, const std::string& topic) {
+  rd_kafka_topic_partition_list_t* list = all_partitions(consumer, topic);
+  const int partitions = list->cnt;
   if (rd_kafka_assign(consumer, list) != RD_KAFKA_RESP_ERR_NO_ERROR) die("assign failed");
+  rd_kafka_topic_partition_list_destroy(list);
+  return partitions;
+}
+
+// As sluice's from_kafka without a group: every partition of `topic` started from the
+// beginning on one queue with the partition consumer API (no group.id). Returns the count.
+int start_all(rd_kafka_t* consumer, const std::string& topic, rd_kafka_queue_t* queue,
+              rd_kafka_topic_t** rkt) {
+  rd_kafka_topic_partition_list_t* list = all_partitions(consumer, topic);
+  const int partitions = list->cnt;
+  *rkt = rd_kafka_topic_new(consumer, topic.c_str(), nullptr);
+  for (int i = 0; i < list->cnt; ++i) {
+    if (rd_kafka_consume_start_queue(*rkt, list->elems[i].partition, RD_KAFKA_OFFSET_BEGINNING,
+                                     queue) != 0) {
+      die("consume_start_queue failed");
+    }
+  }
   rd_kafka_topic_partition_list_destroy(list);
   return partitions;
 }
@@ -168,13 +200,19 @@ void produce(rd_kafka_t* producer, rd_kafka_topic_t* topic, const void* payload,
 
 int run_loop(const Options& o) {
   if (o.in.empty() || o.out.empty()) die("loop needs --in and --out");
-  // The same client settings as the sluice pipeline (from_kafka / to_kafka defaults).
-  rd_kafka_t* consumer = make_client(RD_KAFKA_CONSUMER, o,
-                                     {{"group.id", "kafka_raw_loop"},  // required by assign
-                                      {"enable.auto.commit", "false"},
-                                      {"enable.partition.eof", o.stop_at_end ? "true" : "false"},
-                                      {"queued.max.messages.kbytes", "16384"},
-                                      {"fetch.wait.max.ms", "10"}});
+  // The same client settings as the sluice pipeline (from_kafka / to_kafka defaults). Without
+  // --assign, the same consumer API as from_kafka without group_id: per-partition queues
+  // forwarded to one queue, no group.id; with --assign, the group API's assign() (one
+  // consumer queue), as from_kafka with a group_id reads. Either way librdkafka counts the
+  // queued.* thresholds against the one shared queue.
+  std::vector<std::pair<std::string, std::string>> consumer_conf = {
+      {"enable.auto.commit", "false"},
+      {"enable.partition.eof", o.stop_at_end ? "true" : "false"},
+      {"queued.max.messages.kbytes", "16384"},
+      {"queued.min.messages", "1000000"},
+      {"fetch.wait.max.ms", "10"}};
+  if (o.assign) consumer_conf.emplace_back("group.id", "kafka_raw_loop");  // required by assign
+  rd_kafka_t* consumer = make_client(RD_KAFKA_CONSUMER, o, consumer_conf);
   Options po = o;
   po.props.clear();
   for (const auto& kv : o.props) {
@@ -192,12 +230,21 @@ int run_loop(const Options& o) {
   if (!producer) die(std::string("producer: ") + err);
   rd_kafka_topic_t* out = rd_kafka_topic_new(producer, o.out.c_str(), nullptr);
 
-  const int partitions = assign_all(consumer, o.in);
+  rd_kafka_queue_t* queue = nullptr;
+  rd_kafka_topic_t* in = nullptr;
+  int partitions = 0;
+  if (o.assign) {
+    partitions = assign_all(consumer, o.in);
+  } else {
+    queue = rd_kafka_queue_new(consumer);
+    partitions = start_all(consumer, o.in, queue, &in);
+  }
   int at_end = 0;
   int64_t moved = 0;
   const int64_t start = now_us();
   while (!g_stop) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 100);
+    rd_kafka_message_t* m =
+        o.assign ? rd_kafka_consumer_poll(consumer, 100) : rd_kafka_consume_queue(queue, 100);
     rd_kafka_poll(producer, 0);
     if (!m) continue;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -221,7 +268,13 @@ int run_loop(const Options& o) {
               static_cast<long long>(g_delivery_errors.load()));
   rd_kafka_topic_destroy(out);
   rd_kafka_destroy(producer);
-  rd_kafka_consumer_close(consumer);
+  if (o.assign) {
+    rd_kafka_consumer_close(consumer);
+  } else {
+    for (int p = 0; p < partitions; ++p) rd_kafka_consume_stop(in, p);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_topic_destroy(in);
+  }
   rd_kafka_destroy(consumer);
   return g_delivery_errors.load() == 0 ? 0 : 1;
 }

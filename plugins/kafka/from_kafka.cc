@@ -34,6 +34,13 @@ namespace {
 
 constexpr int k_metadata_timeout_ms = 5000;
 
+// librdkafka stops fetching a partition while the local queue holds queued.min.messages
+// (default 100,000) and resumes only up to about a second later. The queue is shared by all
+// partitions (the consumer queue, or ours in manual mode), so a source only 100,000 messages
+// behind (13 MB of 100-byte messages) stalled for most of a second (measured: 0.7 s idle in
+// a 1.1 s run of 300,000 messages). Memory stays bounded by queued.max.messages.kbytes.
+constexpr const char* k_queued_min_messages = "1000000";
+
 void* opaque_of(uint64_t id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id)); }
 
 int64_t ms_between(std::chrono::steady_clock::time_point from,
@@ -149,10 +156,12 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
                                   {"topic.metadata.refresh.interval.ms", refresh_text.c_str()},
                                   {"allow.auto.create.topics", no_auto_create},
                                   {"queued.max.messages.kbytes", "16384"},
+                                  {"queued.min.messages", k_queued_min_messages},
                                   {"fetch.wait.max.ms", brokers_.embedded() ? "10" : "500"}})
                      : make_conf(cfg, brokers_.bootstrap, id_,
                                  {{"auto.offset.reset", reset},
                                   {"queued.max.messages.kbytes", "16384"},
+                                  {"queued.min.messages", k_queued_min_messages},
                                   {"fetch.wait.max.ms", brokers_.embedded() ? "10" : "500"}});
   char err[512];
   rd_kafka_conf_set(conf.get(), "enable.partition.eof", "true", err, sizeof err);
@@ -253,7 +262,7 @@ Status KafkaSource::on_event_message(const rd_kafka_message_t* m) {
   const std::string topic = m->rkt != nullptr ? rd_kafka_topic_name(m->rkt) : "";
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
     const TopicPartition tp{topic, m->partition};
-    if (assigned_.count(tp) != 0) at_eof_[tp] = true;
+    if (assigned_.count(tp) != 0) at_eof_[tp] = std::max<int64_t>(m->offset, 0);
     return {};
   }
   const std::string reason = rd_kafka_message_errstr(m);
@@ -275,10 +284,12 @@ Status KafkaSource::on_event_message(const rd_kafka_message_t* m) {
   return {};
 }
 
-rd_kafka_message_t* KafkaSource::next_message() {
-  if (group_mode()) return rd_kafka_consumer_poll(rk(), 0);
-  rd_kafka_poll(rk(), 0);  // error_cb and the like, from the main queue
-  return rd_kafka_consume_queue(queue_.get(), 0);
+ssize_t KafkaSource::next_messages(rd_kafka_message_t** out, size_t size) {
+  // Group mode: queue_ is the consumer queue (poll_set_consumer), which also serves the
+  // rebalance and commit callbacks. Manual mode: errors arrive on the main queue.
+  if (!group_mode()) rd_kafka_poll(rk(), 0);
+  const ssize_t n = rd_kafka_consume_batch_queue(queue_.get(), 0, out, size);
+  return std::max<ssize_t>(n, 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -297,7 +308,12 @@ Result<Value> KafkaSource::decode_value(rd_kafka_message_t* m, bool& owns_messag
     case Format::bytes: break;
   }
   const auto size = static_cast<int64_t>(m->len);
-  if (shared_->held_bytes.load() + size > max_held_bytes_) return Value::bytes(data, m->len);
+  // A small payload is copied: one allocation and a short memcpy cost less than wrapping
+  // (a HeldMessage, the wrapping block, two atomic updates and a release callback), and the
+  // librdkafka message (with its share of the fetch buffer) is freed at once.
+  if (size <= k_copy_max_bytes || shared_->held_bytes.load() + size > max_held_bytes_) {
+    return Value::bytes(data, m->len);
+  }
   shared_->held_bytes.fetch_add(size);
   auto* held = new HeldMessage{shared_, m, size};
   owns_message = false;
@@ -314,7 +330,7 @@ Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka
     }
   } destroy{m, &owns};
 
-  const std::string topic = rd_kafka_topic_name(m->rkt);
+  const char* topic = rd_kafka_topic_name(m->rkt);
   Value key = m->key == nullptr ? Value() : Value::bytes(m->key, m->key_len);
   rd_kafka_headers_t* hdrs = nullptr;
   Value headers;
@@ -390,8 +406,13 @@ Status KafkaSource::dead_letter(const rd_kafka_message_t* m, const std::string& 
 }
 
 void KafkaSource::mark_processed(const TopicPartition& tp, int64_t offset) {
-  at_eof_[tp] = false;
-  all_at_end_since_ns_ = -1;
+  // Only a message at or past the reported end means new data: the messages fetched before
+  // the EOF event may be emitted after it was seen (same poll), and must not undo it.
+  if (auto eof = at_eof_.find(tp);
+      eof != at_eof_.end() && eof->second >= 0 && offset >= eof->second) {
+    eof->second = -1;
+    all_at_end_since_ns_ = -1;
+  }
   int64_t& next = processed_[tp];
   next = std::max(next, offset + 1);
 }
@@ -452,49 +473,66 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
   const size_t limit = batched_ ? static_cast<size_t>(std::max<uint32_t>(budget, 1)) *
                                       static_cast<size_t>(max_batch_size_)
                                 : std::max<uint32_t>(budget, 1);
-  std::vector<rd_kafka_message_t*> msgs;
+  // One librdkafka call per chunk rather than per message: each call takes the queue's
+  // lock and (consumer) reads the clock for max.poll.interval.ms.
+  std::vector<rd_kafka_message_t*>& msgs = poll_buffer_;
+  msgs.clear();
   bool drained = false;
-  while (msgs.size() < limit) {
-    rd_kafka_message_t* m = next_message();
-    if (m == nullptr) {
+  Status st;
+  while (st.is_ok() && failure_.is_ok() && msgs.size() < limit) {
+    const size_t have = msgs.size();
+    const size_t chunk = std::min<size_t>(limit - have, k_consume_chunk);
+    msgs.resize(have + chunk);
+    const ssize_t got = next_messages(msgs.data() + have, chunk);
+    size_t kept = have;
+    for (ssize_t i = 0; i < got; ++i) {
+      rd_kafka_message_t* m = msgs[have + static_cast<size_t>(i)];
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        msgs[kept++] = m;
+        continue;
+      }
+      // An error or EOF event: handled in queue order; a failure drops the rest (not emitted,
+      // so not processed: read again after a restart).
+      if (st.is_ok() && failure_.is_ok()) st = on_event_message(m);
+      rd_kafka_message_destroy(m);
+    }
+    msgs.resize(kept);
+    if (got < static_cast<ssize_t>(chunk)) {
       drained = true;
       break;
     }
-    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      Status st = on_event_message(m);
-      rd_kafka_message_destroy(m);
-      if (!st.is_ok()) {
-        for (auto* held : msgs) rd_kafka_message_destroy(held);
-        return st;
-      }
-      if (!failure_.is_ok()) break;
-      continue;
-    }
-    msgs.push_back(m);
   }
-  if (!failure_.is_ok()) {
+  if (!st.is_ok() || !failure_.is_ok()) {
     for (auto* m : msgs) rd_kafka_message_destroy(m);
-    return failure_;
+    msgs.clear();
+    return st.is_ok() ? failure_ : st;
   }
 
   if (batched_) {
     SLUICE_SDK_RETURN_IF_ERROR(emit_batched(ctx, msgs));
   } else if (!msgs.empty()) {
-    std::vector<sl_message> out;
-    std::vector<std::pair<TopicPartition, int64_t>> positions;
+    std::vector<sl_message>& out = emit_buffer_;
+    out.clear();
     out.reserve(msgs.size());
-    positions.reserve(msgs.size());
+    // Positions as runs of one partition (the queue hands out each fetched partition's
+    // messages together): one map update per run, not per message.
+    std::vector<PositionRun>& runs = run_buffer_;
+    runs.clear();
     auto release_out = [&] {
       for (sl_message& m : out) {
         Value::adopt(m.value);
         Value::adopt(m.key);
         Value::adopt(m.headers);
       }
+      out.clear();
     };
-    Status st;
     for (size_t i = 0; i < msgs.size(); ++i) {
       rd_kafka_message_t* m = msgs[i];
-      positions.emplace_back(TopicPartition{rd_kafka_topic_name(m->rkt), m->partition}, m->offset);
+      if (!runs.empty() && runs.back().rkt == m->rkt && runs.back().partition == m->partition) {
+        runs.back().last_offset = std::max(runs.back().last_offset, m->offset);
+      } else {
+        runs.push_back({m->rkt, m->partition, m->offset});
+      }
       Result<std::optional<sl_message>> c = convert(ctx, m);  // takes m
       if (!c.is_ok()) {
         for (size_t j = i + 1; j < msgs.size(); ++j) rd_kafka_message_destroy(msgs[j]);
@@ -503,12 +541,14 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
       }
       if (*c) out.push_back(**c);
     }
+    msgs.clear();
     if (st.is_ok() && !out.empty()) st = ctx.emit(out);
     release_out();
     SLUICE_SDK_RETURN_IF_ERROR(st);
     // Emitted means processed: the host delivers depth-first, so every synchronous consumer
     // has handled these messages when emit returns.
-    for (const auto& [tp, offset] : positions) mark_processed(tp, offset);
+    for (const PositionRun& r : runs)
+      mark_processed({rd_kafka_topic_name(r.rkt), r.partition}, r.last_offset);
   }
 
   report_lag(ctx);
@@ -584,7 +624,7 @@ bool KafkaSource::at_end(Context ctx) {
   if (!group_mode() && !metadata_loaded_) return false;
   for (const auto& tp : assigned_) {
     auto it = at_eof_.find(tp);
-    if (it == at_eof_.end() || !it->second) return false;
+    if (it == at_eof_.end() || it->second < 0) return false;
   }
   const int64_t now = ctx.now_ns();
   if (all_at_end_since_ns_ < 0) all_at_end_since_ns_ = now;
@@ -709,7 +749,7 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
         }
       }
       assigned_.insert(tp);
-      at_eof_[tp] = false;
+      at_eof_[tp] = -1;
     }
     ctx_.log_info("assigned: " + names);
     if (cooperative) {
@@ -925,7 +965,7 @@ Status KafkaSource::apply_metadata(Context ctx) {
                                    rd_kafka_err2str(rd_kafka_last_error()));
       }
       assigned_.insert(tp);
-      at_eof_[tp] = false;
+      at_eof_[tp] = -1;
       all_at_end_since_ns_ = -1;
       added += (added.empty() ? "" : ", ") + tp_name(topic, p);
     }

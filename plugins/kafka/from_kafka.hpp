@@ -47,7 +47,8 @@ namespace sluice::kafka {
                  "Emit {key, value, topic, partition, offset, timestamp, headers} objects "       \
                  "instead of bare values."),                                                      \
       sdk::param("value_format", SL_PARAM_STRING, "\"bytes\"",                                    \
-                 "\"bytes\" (as streamz; no copy), \"string\" (UTF-8 text) or \"json\" (parsed; " \
+                 "\"bytes\" (as streamz; payloads over 512 bytes are not copied), \"string\" "    \
+                 "(UTF-8 text) or \"json\" (parsed; "                                             \
                  "a decode failure is handled by `on_error`)."),                                  \
       sdk::param("on_error", SL_PARAM_STRING, "\"fail\"",                                         \
                  "A message whose value does not decode: \"fail\" the node, \"skip\" it (with a " \
@@ -121,6 +122,10 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   static constexpr uint64_t k_commit_timer = 2;
   static constexpr uint64_t k_refresh_timer = 3;
   static constexpr uint64_t k_grace_timer = 4;
+  /// Payloads up to this size are copied rather than wrapped (see decode_value).
+  static constexpr int64_t k_copy_max_bytes = 512;
+  /// Most messages taken from librdkafka in one call.
+  static constexpr size_t k_consume_chunk = 1024;
 
   // ClientEvents: librdkafka's error_cb, served inside our own polls.
   void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
@@ -128,8 +133,9 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   [[nodiscard]] rd_kafka_t* rk() const noexcept { return shared_->handle->get(); }
   [[nodiscard]] bool group_mode() const noexcept { return group_id_.has_value(); }
 
-  /// The next consumed message or event, or null (non-blocking).
-  rd_kafka_message_t* next_message();
+  /// Up to `size` consumed messages or events (err set), in queue order, into `out`; the
+  /// count (non-blocking; 0 when none).
+  ssize_t next_messages(rd_kafka_message_t** out, size_t size);
   /// Handles an error or EOF "message" (err set); a failure fails the node.
   sdk::Status on_event_message(const rd_kafka_message_t* m);
   /// The sl_message for `m`; takes ownership of `m` (wrapped, or destroyed after copying).
@@ -211,8 +217,11 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   sdk::Status failure_;        // a failure found in a callback, returned by the next poll
 
   std::set<TopicPartition> assigned_;
-  std::set<TopicPartition> seen_;                // assigned at least once in this process
-  std::map<TopicPartition, bool> at_eof_;        // per assigned partition
+  std::set<TopicPartition> seen_;  // assigned at least once in this process
+  /// Per assigned partition: the end offset its last PARTITION_EOF reported, or -1 when it
+  /// is not at its end. A message at or past that offset (newer data) clears it; messages
+  /// before it (fetched before the EOF, processed after it in the same poll) do not.
+  std::map<TopicPartition, int64_t> at_eof_;
   std::map<TopicPartition, int64_t> processed_;  // next offset to commit
   std::map<TopicPartition, int64_t> committed_;
   int64_t all_at_end_since_ns_ = -1;
@@ -227,6 +236,16 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   std::map<TopicPartition, int64_t> snapshot_;  // positions of the last snapshot
   bool closed_ = false;
   bool done_ = false;
+
+  // poll()'s buffers, kept to avoid allocating per poll.
+  struct PositionRun {
+    rd_kafka_topic_t* rkt;
+    int32_t partition;
+    int64_t last_offset;
+  };
+  std::vector<rd_kafka_message_t*> poll_buffer_;
+  std::vector<sl_message> emit_buffer_;
+  std::vector<PositionRun> run_buffer_;
 
   // Manual mode.
   std::map<std::string, rd_kafka_topic_t*> topic_handles_;

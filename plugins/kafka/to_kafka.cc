@@ -95,7 +95,7 @@ ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
                std::string("librdkafka refuses the transactional settings: ") + err);
     }
   }
-  route_delivery_reports(conf.get());
+  rd_kafka_conf_set_dr_msg_cb(conf.get(), &ToKafka::delivery_report);
   rk_ = new_client(RD_KAFKA_PRODUCER, std::move(conf), "producer");
   rkt_ = rd_kafka_topic_new(rk_, topic_.c_str(), nullptr);
   if (rkt_ == nullptr) {
@@ -161,8 +161,17 @@ void ToKafka::on_client_error(rd_kafka_t* rk, int err, const char* reason) {
   ctx_.log_error(msg);
 }
 
+void ToKafka::delivery_report(rd_kafka_t* rk, const rd_kafka_message_t* m, void* /*opaque*/) {
+  const auto bits = reinterpret_cast<uintptr_t>(m->_private);
+  if ((bits & 1U) != 0) {
+    reinterpret_cast<ToKafka*>(bits & ~uintptr_t{1})->on_delivery(rk, m);
+    return;
+  }
+  const std::unique_ptr<Record> rec(reinterpret_cast<Record*>(bits));
+  if (rec) rec->owner->on_delivery(rk, m);
+}
+
 void ToKafka::on_delivery(rd_kafka_t* /*rk*/, const rd_kafka_message_t* m) {
-  std::unique_ptr<Record> rec(static_cast<Record*>(m->_private));
   --in_flight_;
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR || stopped_ || !failure_.is_ok()) return;
   failure_ = unavailable("to_kafka: delivery to topic '" + topic_ + "' failed: " +
@@ -176,9 +185,16 @@ void ToKafka::on_posted() {
   maybe_ready();
 }
 
-Result<std::unique_ptr<ToKafka::Record>> ToKafka::make_record(const sl_message& m) const {
-  auto rec = std::make_unique<Record>();
-  rec->bytes = encode_bytes(ValueRef(m.value), rec->payload);
+Result<ToKafka::Record> ToKafka::make_record(const sl_message& m, bool hold) const {
+  Record rec;
+  rec.owner = const_cast<ToKafka*>(this);
+  rec.held = hold;
+  // Strings and bytes are viewed in place unless the record must outlive process_one.
+  auto bytes_of = [hold](ValueRef v, Value& keep) -> std::string_view {
+    if (!hold && (v.is_string() || v.is_bytes())) return v.as_str();
+    return encode_bytes(v, keep);
+  };
+  rec.bytes = bytes_of(ValueRef(m.value), rec.payload);
   if (key_from_value_) {
     Value at = Value::borrow(m.value);
     for (const Value& seg : key_path_) {
@@ -194,51 +210,72 @@ Result<std::unique_ptr<ToKafka::Record>> ToKafka::make_record(const sl_message& 
       }
       at = std::move(*next);
     }
-    rec->key = encode_bytes(at, rec->key_keep);
-    rec->has_key = true;
+    rec.key = encode_bytes(at, rec.key_keep);
+    rec.has_key = true;
   } else if (!ValueRef(m.key).is_null()) {
-    rec->key = encode_bytes(ValueRef(m.key), rec->key_keep);
-    rec->has_key = true;
+    rec.key = bytes_of(ValueRef(m.key), rec.key_keep);
+    rec.has_key = true;
   }
-  rec->headers = Value::borrow(m.headers);
-  if (m.timestamp_ns != SL_NO_TIMESTAMP) rec->timestamp_ms = m.timestamp_ns / 1'000'000;
+  if (hold) {
+    rec.headers = Value::borrow(m.headers);
+    rec.headers_ref = rec.headers.raw();
+  } else {
+    rec.headers_ref = m.headers;
+  }
+  if (m.timestamp_ns != SL_NO_TIMESTAMP) rec.timestamp_ms = m.timestamp_ns / 1'000'000;
   return rec;
 }
 
-Result<bool> ToKafka::produce(std::unique_ptr<Record>& rec) {
-  HeadersPtr headers = value_to_headers(rec->headers);
-  std::array<rd_kafka_vu_t, 6> vu{};
+Result<bool> ToKafka::produce(Record& rec) {
+  HeadersPtr headers = value_to_headers(ValueRef(rec.headers_ref));
+  const bool copy = !rec.held || rec.bytes.size() <= k_copy_max_bytes;
+  std::array<rd_kafka_vu_t, 7> vu{};
   size_t n = 0;
   vu[n].vtype = RD_KAFKA_VTYPE_RKT;
   vu[n++].u.rkt = rkt_;
   vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
-  vu[n].u.mem.ptr = const_cast<char*>(rec->bytes.data());  // borrowed until the report
-  vu[n++].u.mem.size = rec->bytes.size();
-  if (rec->has_key) {
+  vu[n].u.mem.ptr = const_cast<char*>(rec.bytes.data());  // copied, or borrowed until the report
+  vu[n++].u.mem.size = rec.bytes.size();
+  if (copy) {
+    vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+  }
+  if (rec.has_key) {
     vu[n].vtype = RD_KAFKA_VTYPE_KEY;  // librdkafka copies keys
-    vu[n].u.mem.ptr = const_cast<char*>(rec->key.data());
-    vu[n++].u.mem.size = rec->key.size();
+    vu[n].u.mem.ptr = const_cast<char*>(rec.key.data());
+    vu[n++].u.mem.size = rec.key.size();
   }
   if (headers) {
     vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
     vu[n++].u.headers = headers.get();
   }
-  if (rec->timestamp_ms > 0) {
+  if (rec.timestamp_ms > 0) {
     vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
-    vu[n++].u.i64 = rec->timestamp_ms;
+    vu[n++].u.i64 = rec.timestamp_ms;
   }
+  // The report's opaque (see delivery_report): the node (bit 0 set) or the kept Record.
+  std::unique_ptr<Record> kept;
+  if (!copy) kept = std::make_unique<Record>(std::move(rec));
   vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
-  vu[n++].u.ptr = rec.get();
+  vu[n++].u.ptr = copy ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | 1U)
+                       : static_cast<void*>(kept.get());
+  auto give_back = [&] {
+    if (kept) rec = std::move(*kept);
+  };
   if (exactly_once_ && !txn_open_) {
-    if (Status st = begin_transaction(); !st.is_ok()) return st;
+    if (Status st = begin_transaction(); !st.is_ok()) {
+      give_back();
+      return st;
+    }
   }
   ErrorPtr e(rd_kafka_produceva(rk_, vu.data(), n));
   if (!e) {
     static_cast<void>(headers.release());  // librdkafka owns them now
-    static_cast<void>(rec.release());      // until its delivery report
+    static_cast<void>(kept.release());     // until its delivery report
     ++in_flight_;
     return true;
   }
+  give_back();
   if (rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR__QUEUE_FULL) return false;
   return unavailable("to_kafka: cannot produce to topic '" + topic_ +
                      "': " + rd_kafka_error_string(e.get()));
@@ -259,8 +296,19 @@ Status ToKafka::drain_pending(Context ctx) {
 
 Status ToKafka::process_one(Context ctx, uint32_t /*input*/, const sl_message& m) {
   if (!failure_.is_ok()) return failure_;
-  SLUICE_SDK_ASSIGN_OR_RETURN(std::unique_ptr<Record> rec, make_record(m));
-  if (pending_.empty()) {
+  const bool in_order = pending_.empty();  // else earlier elements wait: keep the order
+  bool tried = false;
+  if (in_order) {
+    // The common case: a small payload, copied by librdkafka; no reference is taken.
+    SLUICE_SDK_ASSIGN_OR_RETURN(Record view, make_record(m, false));
+    if (view.bytes.size() <= k_copy_max_bytes) {
+      SLUICE_SDK_ASSIGN_OR_RETURN(const bool taken, produce(view));
+      if (taken) return {};
+      tried = true;  // queue full
+    }
+  }
+  SLUICE_SDK_ASSIGN_OR_RETURN(Record rec, make_record(m, true));
+  if (in_order && !tried) {
     SLUICE_SDK_ASSIGN_OR_RETURN(const bool taken, produce(rec));
     if (taken) return {};
   }

@@ -85,25 +85,41 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
 
  private:
   static constexpr uint64_t k_poll_timer = 1;
-  /// An element on its way: the value whose bytes librdkafka borrows until the delivery report.
+  /// An element on its way. Small payloads are copied by librdkafka (RD_KAFKA_MSG_F_COPY,
+  /// into the allocation it makes for every message anyway) and need nothing kept; larger
+  /// ones are borrowed (no copy) and their Record keeps the value alive until the delivery
+  /// report. librdkafka copies keys and headers in both cases.
+  /// A record made with `hold = false` only views the element's bytes (valid during
+  /// process_one) and is produced at once, copied; a held one keeps references.
   struct Record {
-    sdk::Value payload;  // owns the bytes handed to librdkafka (no copy)
+    ToKafka* owner = nullptr;
+    bool held = false;
+    sdk::Value payload;  // owns the bytes handed to librdkafka (held, or JSON text)
     std::string_view bytes;
     sdk::Value key_keep;
     std::string_view key;
     bool has_key = false;
-    sdk::Value headers;  // the message's headers object (converted at produce time)
+    sdk::Value headers;                // held: the message's headers object
+    sl_value headers_ref = sl_null();  // the headers (borrowed), converted at produce time
     int64_t timestamp_ms = 0;
   };
+  /// Payloads up to this size are copied (see Record).
+  static constexpr size_t k_copy_max_bytes = 512;
+
+  /// librdkafka's delivery-report callback: the message opaque is the Record (borrowed
+  /// payload) or the node itself with bit 0 set (copied payload), so no registry lookup (and
+  /// no lock) is needed per report. Reports are served only by the node's own rd_kafka_poll
+  /// calls, on its executor thread.
+  static void delivery_report(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
   void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
   void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m) override;
   void on_posted() override;
 
   /// The record for `m` (key path resolved, value encoded); a failure is per message.
-  sdk::Result<std::unique_ptr<Record>> make_record(const sl_message& m) const;
+  sdk::Result<Record> make_record(const sl_message& m, bool hold) const;
   /// Hands `rec` to librdkafka; QUEUE_FULL leaves it with the caller (returns false).
-  sdk::Result<bool> produce(std::unique_ptr<Record>& rec);
+  sdk::Result<bool> produce(Record& rec);
   /// Retries held records in order; clears back-pressure when all went out.
   sdk::Status drain_pending(sdk::Context ctx);
   /// Waits (bounded) until every record was delivered; reports what was not.
@@ -132,7 +148,7 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   rd_kafka_t* rk_ = nullptr;
   rd_kafka_topic_t* rkt_ = nullptr;
   QueuePtr main_queue_;
-  std::deque<std::unique_ptr<Record>> pending_;  // refused with QUEUE_FULL, in order
+  std::deque<Record> pending_;  // refused with QUEUE_FULL, in order
   bool backpressure_ = false;
   sdk::Status failure_;  // the first failed delivery
   uint64_t in_flight_ = 0;
