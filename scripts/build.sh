@@ -18,8 +18,9 @@ umask 022
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
+# The benchmarks are built too, so that their smoke run (ctest label `bench`) keeps them working.
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_BUILD_BENCH=ON "$@"
 elif (($# > 0)); then
   cmake -S . -B "$build_dir" "$@"
 fi
