@@ -82,9 +82,8 @@ void Task::replace_sinks_with_discard() {
 Result<size_t> Task::attach_capture(std::string_view id) {
   auto index = spec_.index_of(id);
   bool dead_letters = false;
-  constexpr std::string_view suffix = ".dead_letter";
-  if (!index && id.ends_with(suffix)) {
-    index = spec_.index_of(id.substr(0, id.size() - suffix.size()));
+  if (auto producer = index ? std::nullopt : dead_letter_producer(id)) {
+    index = spec_.index_of(*producer);
     dead_letters = index && nodes_[*index].on_error == ErrorPolicy::dead_letter;
     if (!dead_letters) index.reset();
   }
