@@ -329,8 +329,35 @@ class KafkaTestCase(SluiceTestCase):
         cfg.update({k.replace("_", "."): v for k, v in extra.items()})
         return toml_table(cfg)
 
-    def producer_config(self):
-        return toml_table(self.PRODUCER_CONFIG)
+    def producer_config(self, extra=None):
+        """PRODUCER_CONFIG plus `extra` (librdkafka keys as written, e.g. "linger.ms")."""
+        return toml_table(dict(self.PRODUCER_CONFIG, **(extra or {})))
+
+    def passthrough_pipeline(self, name, source_lines="", producer_config=None):
+        """from_kafka "in" (stop_at_end) -> map(identity) -> to_kafka "out"; `source_lines`
+        adds keys to the source's table (e.g. a group_id line)."""
+        return f"""\
+name = {toml_str(name)}
+
+[sources.in]
+type = "from_kafka"
+brokers = {toml_str(self.bootstrap)}
+topics = ["in"]
+{source_lines}stop_at_end = true
+config = {self.consumer_config()}
+
+[operators.same]
+type = "map"
+inputs = ["in"]
+function = "identity"
+
+[sinks.out]
+type = "to_kafka"
+inputs = ["same"]
+brokers = {toml_str(self.bootstrap)}
+topic = "out"
+config = {producer_config or self.producer_config()}
+"""
 
     def start_sluiced(self, toml_text, name="pipeline.toml"):
         """Writes the config and starts `sluiced run` on it; returns (proc, err_path)."""

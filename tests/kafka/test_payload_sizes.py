@@ -7,7 +7,7 @@ report. With a producer queue of 10 messages, most elements also take the QUEUE_
 
 import unittest
 
-from kafka_it import EXIT_OK, KafkaTestCase, toml_str
+from kafka_it import EXIT_OK, KafkaTestCase
 
 SIZES = [1, 100, 511, 512, 513, 2000, 20_000, 100_000]  # 120 records: ~2 MB (the mock
 # keeps at most 5 MiB per partition)
@@ -23,30 +23,8 @@ class PayloadSizesTest(KafkaTestCase):
     TOPICS = {"in": 1, "out": 1}
 
     def pipeline(self, producer_extra):
-        config = dict(self.PRODUCER_CONFIG, **producer_extra)
-        producer = "{ " + ", ".join(f'"{k}" = "{v}"' for k, v in config.items()) + " }"
-        return f"""\
-name = "sizes"
-
-[sources.in]
-type = "from_kafka"
-brokers = {toml_str(self.bootstrap)}
-topics = ["in"]
-stop_at_end = true
-config = {self.consumer_config()}
-
-[operators.same]
-type = "map"
-inputs = ["in"]
-function = "identity"
-
-[sinks.out]
-type = "to_kafka"
-inputs = ["same"]
-brokers = {toml_str(self.bootstrap)}
-topic = "out"
-config = {producer}
-"""
+        return self.passthrough_pipeline("sizes",
+                                         producer_config=self.producer_config(producer_extra))
 
     def check_round_trip(self, producer_extra):
         records = [(f"k{i}", payload(i, SIZES[i % len(SIZES)])) for i in range(120)]

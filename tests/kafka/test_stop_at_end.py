@@ -25,28 +25,7 @@ class StopAtEndTest(KafkaTestCase):
 
     def pipeline(self, group=None):
         group_line = f"group_id = {toml_str(group)}\n" if group else ""
-        return f"""\
-name = "stop-at-end"
-
-[sources.in]
-type = "from_kafka"
-brokers = {toml_str(self.bootstrap)}
-topics = ["in"]
-{group_line}stop_at_end = true
-config = {self.consumer_config()}
-
-[operators.same]
-type = "map"
-inputs = ["in"]
-function = "identity"
-
-[sinks.out]
-type = "to_kafka"
-inputs = ["same"]
-brokers = {toml_str(self.bootstrap)}
-topic = "out"
-config = {self.producer_config()}
-"""
+        return self.passthrough_pipeline("stop-at-end", source_lines=group_line)
 
     def run_to_the_end(self, group=None):
         values = [f"v{i}" for i in range(COUNT)]
