@@ -17,6 +17,7 @@
 #include "executor/task.hpp"
 #include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
+#include "support/in_process_plugin.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -137,15 +138,7 @@ sl_status sink_process(void* self, sl_context*, uint32_t, const sl_batch* batch)
 const sl_param k_n_param[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "how many elements"}};
 
-sl_node_type node_type(int32_t role, const char* name) {
-  sl_node_type t{};
-  t.struct_size = sizeof t;
-  t.role = role;
-  t.name = name;
-  t.min_inputs = role == SL_ROLE_SOURCE ? 0 : 1;
-  t.max_inputs = role == SL_ROLE_SOURCE ? 0 : 1;
-  return t;
-}
+using test_support::bare_node_type;
 
 struct Engine {
   PluginRegistry registry;
@@ -163,7 +156,7 @@ void load_engine() {
     std::exit(2);
   }
   static sl_node_type ints = [] {
-    sl_node_type t = node_type(SL_ROLE_SOURCE, "bench_ints");
+    sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "bench_ints");
     t.params = k_n_param;
     t.param_count = 1;
     t.create = ints_create;
@@ -178,23 +171,14 @@ void load_engine() {
     return t;
   }();
   static sl_node_type sink = [] {
-    sl_node_type t = node_type(SL_ROLE_SINK, "bench_sink");
+    sl_node_type t = bare_node_type(SL_ROLE_SINK, "bench_sink");
     t.create = sink_create;
     t.destroy = sink_destroy;
     t.process = sink_process;
     return t;
   }();
   static const sl_node_type* types[] = {&ints, &lines, &sink};
-  static sl_plugin plugin = [] {
-    sl_plugin p{};
-    p.struct_size = sizeof p;
-    p.abi_major = SL_ABI_MAJOR;
-    p.abi_minor = SL_ABI_MINOR;
-    p.name = "bench_nodes";
-    p.node_types = types;
-    p.node_type_count = 3;
-    return p;
-  }();
+  static sl_plugin plugin = test_support::in_process_plugin("bench_nodes", types);
   Status added = g_engine->registry.add_plugin(&plugin, "<bench>", nullptr);
   if (!added.is_ok()) {
     std::fprintf(stderr, "bench nodes: %s\n", added.message().c_str());

@@ -3,6 +3,7 @@
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
+#include "support/in_process_plugin.hpp"
 
 #include <gtest/gtest.h>
 
@@ -50,16 +51,7 @@ class CheckpointConfigTest : public ::testing::Test {
       return t;
     }();
     static const sl_node_type* types[] = {&src, &snk};
-    static const sl_plugin plugin = [] {
-      sl_plugin p{};
-      p.struct_size = sizeof p;
-      p.abi_major = SL_ABI_MAJOR;
-      p.abi_minor = SL_ABI_MINOR;
-      p.name = "ck_config_nodes";
-      p.node_types = types;
-      p.node_type_count = 2;
-      return p;
-    }();
+    static const sl_plugin plugin = test_support::in_process_plugin("ck_config_nodes", types);
     ASSERT_TRUE(checkpoint::register_builtin_stores(registry_).is_ok());
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
     set_function_registry(&registry_);

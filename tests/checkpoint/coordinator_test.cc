@@ -10,6 +10,7 @@
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
+#include "support/in_process_plugin.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -106,11 +107,6 @@ sl_status summer_restore(void* self, sl_context*, sl_value state) {
 }
 
 // async_sink: logs what it gets; answers prepare only when the test calls checkpoint_ready.
-sl_status nothing_create(const sl_node_init*, void** self) {
-  *self = nullptr;
-  return SL_OK;
-}
-void nothing_destroy(void*) {}
 sl_status sink_process(void*, sl_context*, uint32_t, const sl_batch* batch) {
   for (size_t i = 0; i < batch->count; ++i) {
     g_log.push_back("got:" + std::to_string(sl_batch_at(batch, i)->value.as.i));
@@ -135,17 +131,7 @@ const sl_param k_stepper_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""},
     {sizeof(sl_param), "step", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
 
-sl_node_type base(int32_t role, const char* name) {
-  sl_node_type t{};
-  t.struct_size = sizeof t;
-  t.role = role;
-  t.name = name;
-  t.create = nothing_create;
-  t.destroy = nothing_destroy;
-  t.min_inputs = role == SL_ROLE_SOURCE ? 0 : 1;
-  t.max_inputs = role == SL_ROLE_SOURCE ? 0 : 1;
-  return t;
-}
+using test_support::bare_node_type;
 
 class CoordinatorTest : public ::testing::Test {
  protected:
@@ -158,7 +144,7 @@ class CoordinatorTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     static sl_node_type stepper = [] {
-      sl_node_type t = base(SL_ROLE_SOURCE, "stepper");
+      sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "stepper");
       t.params = k_stepper_params;
       t.param_count = 2;
       t.flags = SL_NODE_STATEFUL;
@@ -177,7 +163,7 @@ class CoordinatorTest : public ::testing::Test {
       return t;
     }();
     static sl_node_type summer = [] {
-      sl_node_type t = base(SL_ROLE_OPERATOR, "summer");
+      sl_node_type t = bare_node_type(SL_ROLE_OPERATOR, "summer");
       t.flags = SL_NODE_STATEFUL;
       t.create = summer_create;
       t.destroy = summer_destroy;
@@ -188,7 +174,7 @@ class CoordinatorTest : public ::testing::Test {
       return t;
     }();
     static sl_node_type async_sink = [] {
-      sl_node_type t = base(SL_ROLE_SINK, "async_sink");
+      sl_node_type t = bare_node_type(SL_ROLE_SINK, "async_sink");
       t.process = sink_process;
       t.checkpoint_prepare = sink_prepare;
       t.checkpoint_commit = sink_commit;
@@ -196,16 +182,7 @@ class CoordinatorTest : public ::testing::Test {
       return t;
     }();
     static const sl_node_type* types[] = {&stepper, &recover_src, &summer, &async_sink};
-    static sl_plugin plugin = [] {
-      sl_plugin p{};
-      p.struct_size = sizeof p;
-      p.abi_major = SL_ABI_MAJOR;
-      p.abi_minor = SL_ABI_MINOR;
-      p.name = "ck_test_nodes";
-      p.node_types = types;
-      p.node_type_count = 4;
-      return p;
-    }();
+    static sl_plugin plugin = test_support::in_process_plugin("ck_test_nodes", types);
     ASSERT_TRUE(register_builtin_stores(registry_).is_ok());
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
     set_function_registry(&registry_);

@@ -8,6 +8,7 @@
 #include "executor/host_api.hpp"
 #include "executor/io_watches.hpp"
 #include "executor/task.hpp"
+#include "support/in_process_plugin.hpp"
 
 #include <gtest/gtest.h>
 
@@ -310,16 +311,7 @@ class IoTaskTest : public ::testing::Test {
       return t;
     }();
     static const sl_node_type* types[] = {&io_src, &no_on_io, &rec};
-    static sl_plugin plugin = [] {
-      sl_plugin p{};
-      p.struct_size = sizeof p;
-      p.abi_major = SL_ABI_MAJOR;
-      p.abi_minor = SL_ABI_MINOR;
-      p.name = "io_test_nodes";
-      p.node_types = types;
-      p.node_type_count = sizeof types / sizeof types[0];
-      return p;
-    }();
+    static sl_plugin plugin = test_support::in_process_plugin("io_test_nodes", types);
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
     set_function_registry(&registry_);
     spec_ = load(R"(

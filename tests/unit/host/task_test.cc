@@ -5,6 +5,7 @@
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
+#include "support/in_process_plugin.hpp"
 
 #include <gtest/gtest.h>
 
@@ -43,12 +44,6 @@ sl_status numbers_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* st
   *state = s->next < s->n ? SL_SOURCE_MORE : SL_SOURCE_DONE;
   return st;
 }
-
-sl_status nothing_create(const sl_node_init*, void** self) {
-  *self = nullptr;
-  return SL_OK;
-}
-void nothing_destroy(void*) {}
 
 // record: logs "<id>:<value>" for each element, "<id>:finish" at the end.
 std::string id_of(sl_context* ctx) {
@@ -175,15 +170,7 @@ const sl_param k_numbers_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
 
 sl_node_type node(int32_t role, const char* name) {
-  sl_node_type t{};
-  t.struct_size = sizeof t;
-  t.role = role;
-  t.name = name;
-  t.create = nothing_create;
-  t.destroy = nothing_destroy;
-  t.min_inputs = role == SL_ROLE_SOURCE ? 0 : 1;
-  t.max_inputs = role == SL_ROLE_SOURCE ? 0 : SL_INPUTS_UNLIMITED;
-  return t;
+  return test_support::bare_node_type(role, name, SL_INPUTS_UNLIMITED);
 }
 
 class TaskTest : public ::testing::Test {
@@ -260,16 +247,7 @@ class TaskTest : public ::testing::Test {
     static const sl_node_type* types[] = {&numbers,  &record, &record_sink, &failing,
                                           &throwing, &ticker, &choke,       &headers_sink,
                                           &picky,    &gate,   &held};
-    static sl_plugin plugin = [] {
-      sl_plugin p{};
-      p.struct_size = sizeof p;
-      p.abi_major = SL_ABI_MAJOR;
-      p.abi_minor = SL_ABI_MINOR;
-      p.name = "test_nodes";
-      p.node_types = types;
-      p.node_type_count = sizeof types / sizeof types[0];
-      return p;
-    }();
+    static sl_plugin plugin = test_support::in_process_plugin("test_nodes", types);
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
     set_function_registry(&registry_);
   }
