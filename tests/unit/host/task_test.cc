@@ -260,6 +260,13 @@ class TaskTest : public ::testing::Test {
     return std::move(*spec.value);
   }
 
+  // The whole life of a task that runs until its sources end: create, start, run.
+  static Status run_to_end(Task& task) {
+    SLUICE_RETURN_IF_ERROR(task.create());
+    SLUICE_RETURN_IF_ERROR(task.start());
+    return task.run();
+  }
+
   PluginRegistry registry_;
   RealClock real_clock_;
 };
@@ -279,9 +286,7 @@ type = "record_sink"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   EXPECT_TRUE(task.complete());
   std::vector<std::string> want{"poll:2", "a:0", "a:1", "b:0",      "b:1",
                                 "poll:1", "a:2", "b:2", "a:finish", "b:finish"};
@@ -371,9 +376,7 @@ type = "choke"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{2, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   // Every poll comes only after the previous batch's back-pressure was released.
   std::vector<std::string> want{"poll:2",  "choke:2", "release", "poll:2",
                                 "choke:2", "release", "poll:1",  "choke:1"};
@@ -396,9 +399,7 @@ type = "record_sink"
 inputs = ["p"]
 )");
   Task task(spec, TaskOptions{5, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   std::vector<std::string> want{"poll:5", "out:0", "out:1", "out:3", "out:4", "out:finish"};
   EXPECT_EQ(g_log, want);
   const NodeCounters& c = *task.nodes()[1].counters;
@@ -426,9 +427,7 @@ type = "headers_sink"
 inputs = ["p.dead_letter"]
 )");
   Task task(spec, TaskOptions{5, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   std::vector<std::string> want{"poll:4", "out:0",
                                 "out:1",  "dlq:2|INVALID_ARGUMENT: cannot handle 2|p|",
                                 "out:3",  "out:finish"};
@@ -476,9 +475,7 @@ type = "gate"
 inputs = ["a", "b"]
 )");
   Task task(spec, TaskOptions{1, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   std::vector<std::string> events;
   for (const auto& e : g_log) {
     if (e.rfind("poll", 0) != 0) events.push_back(e);
@@ -498,9 +495,7 @@ type = "record_sink"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{16, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   std::vector<std::string> want{"out:1", "held:finish", "out:99", "out:finish"};
   EXPECT_EQ(g_log, want);
 }
@@ -558,9 +553,7 @@ type = "record_sink"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &real_clock_});
-  ASSERT_TRUE(task.create().is_ok());
-  ASSERT_TRUE(task.start().is_ok());
-  ASSERT_TRUE(task.run().is_ok());
+  ASSERT_TRUE(run_to_end(task).is_ok());
   const NodeCounters& c = *task.nodes()[1].counters;
   EXPECT_EQ(c.messages_in.load(), 1000u);  // every delivery is counted
   uint64_t observations = 0;
