@@ -1,6 +1,6 @@
 // The coordinator and the task's epoch protocol on a virtual clock, with test node types
-// registered in-process like a plugin's: sources pause and non-sink timers are held while
-// a sink prepares asynchronously; the snapshot follows the last answer; commits go to sinks
+// registered in-process like a plugin's: sources pause and non-sink timers, posts and io are held
+// while a sink prepares asynchronously; the snapshot follows the last answer; commits go to sinks
 // before sources; a restart restores operator state and source positions; SIGTERM's final
 // checkpoint stops the task without finish(); a failed store write aborts the epoch and
 // the pipeline goes on; an unconfirmed commit is resolved by checkpoint_recover; a saved
@@ -78,20 +78,39 @@ sl_status src_recover(void*, sl_context*, uint64_t epoch, sl_value state, int32_
   return SL_OK;
 }
 
-// summer: running sum (stateful), emitted after each element.
+// summer: running sum (stateful), emitted after each element. Posted work and on_io add
+// to the sum too (an operator that emits from a post, as core_ops' buffer does, and a
+// network source that emits from on_io).
+sl_context* g_sum_ctx = nullptr;
+int64_t* g_sum_self = nullptr;
 sl_status summer_create(const sl_node_init*, void** self) {
-  *self = new int64_t{0};
+  *self = g_sum_self = new int64_t{0};
   return SL_OK;
 }
 void summer_destroy(void* self) { delete static_cast<int64_t*>(self); }
+sl_status summer_add(int64_t* sum, sl_context* ctx, int64_t x) {
+  *sum += x;
+  sl_value v = sl_int(*sum);
+  return api()->emit_values(ctx, &v, 1);
+}
 sl_status summer_process(void* self, sl_context* ctx, uint32_t, const sl_batch* batch) {
-  auto* sum = static_cast<int64_t*>(self);
+  g_sum_ctx = ctx;
   for (size_t i = 0; i < batch->count; ++i) {
-    *sum += sl_batch_at(batch, i)->value.as.i;
-    sl_value v = sl_int(*sum);
-    if (sl_status st = api()->emit_values(ctx, &v, 1); st != SL_OK) return st;
+    if (sl_status st =
+            summer_add(static_cast<int64_t*>(self), ctx, sl_batch_at(batch, i)->value.as.i);
+        st != SL_OK) {
+      return st;
+    }
   }
   return SL_OK;
+}
+sl_status summer_on_io(void* self, sl_context* ctx, uint64_t watch_id, uint32_t) {
+  g_log.push_back("io:" + std::to_string(watch_id));
+  return summer_add(static_cast<int64_t*>(self), ctx, 1000);
+}
+void summer_posted(sl_context* ctx, void* arg) {  // arg: the node's sum
+  g_log.emplace_back("posted");
+  summer_add(static_cast<int64_t*>(arg), ctx, 100);
 }
 sl_status summer_finish(void*, sl_context*) {
   g_log.emplace_back("finish:sum");
@@ -138,6 +157,8 @@ class CoordinatorTest : public ::testing::Test {
   void SetUp() override {
     g_log.clear();
     g_sink_ctx = nullptr;
+    g_sum_ctx = nullptr;
+    g_sum_self = nullptr;
     g_recover_answer = 1;
     dir_ = fs::temp_directory_path() /
            ("sluice-coord-test-" + std::to_string(::getpid()) + "-" +
@@ -168,6 +189,7 @@ class CoordinatorTest : public ::testing::Test {
       t.create = summer_create;
       t.destroy = summer_destroy;
       t.process = summer_process;
+      t.on_io = summer_on_io;
       t.finish = summer_finish;
       t.snapshot = summer_snapshot;
       t.restore = summer_restore;
@@ -278,6 +300,40 @@ TEST_F(CoordinatorTest, EpochWaitsForTheSinkThenStoresCommitsAndResumes) {
   EXPECT_EQ(cp.checkpoint.find(0, "src")->state.as_int(), 5);
   EXPECT_EQ(cp.checkpoint.find(0, "sum")->state.as_int(), 10);
   EXPECT_EQ(cp.checkpoint.find(0, "src")->role, SL_ROLE_SOURCE);
+}
+
+TEST_F(CoordinatorTest, PostsAndIoOfNonSinksWaitForTheSnapshot) {
+  GraphSpec spec = load();
+  auto r = start(spec);
+  settle(*r);  // 0..4: sum 10
+  ASSERT_NE(g_sum_ctx, nullptr);
+  r->coordinator->trigger();
+  settle(*r);
+  ASSERT_EQ(g_log.back(), "prepare:1");
+  // While the sink prepares, the operator gets posted work and its descriptor is ready.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  ASSERT_EQ(api()->io_watch(g_sum_ctx, fds[0], SL_IO_READ, 7), SL_OK);
+  ASSERT_EQ(api()->post(g_sum_ctx, summer_posted, g_sum_self), SL_OK);
+  advance(*r, 50);
+  // Held: nothing reached the sink after its prepare, and the snapshot waits for it.
+  EXPECT_EQ(g_log.back(), "prepare:1");
+  EXPECT_EQ(count("posted") + count("io:7"), 0u);
+  api()->checkpoint_ready(g_sink_ctx, 1, SL_OK);
+  settle(*r);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_EQ(r->coordinator->last_completed_epoch(), 1u);
+  // The snapshot has the sum before them (10); they ran after the commit, in arrival order.
+  auto store = open_store(spec);
+  auto loaded = load_newest(*store.value(), 2);
+  ASSERT_TRUE(loaded.is_ok());
+  EXPECT_EQ((*loaded)[0].checkpoint.find(0, "sum")->state.as_int(), 10);
+  ASSERT_LT(index_of("commit:src:1"), index_of("io:7"));
+  ASSERT_LT(index_of("io:7"), index_of("posted"));
+  EXPECT_EQ(count("got:1010"), 1u);
+  EXPECT_EQ(count("got:1110"), 1u);
 }
 
 TEST_F(CoordinatorTest, RestartRestoresStateAndPositions) {

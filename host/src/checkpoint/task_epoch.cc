@@ -1,7 +1,8 @@
 // The task's side of the checkpoint epoch protocol (docs/CHECKPOINTING.md):
 // pause sources, ask sinks to prepare, wait for their answers while the loop
-// keeps running posts, io and sinks' timers, snapshot, then commit or abort and
-// resume. Member functions of Task, kept here beside the coordinator.
+// keeps running the sinks' posts, io and timers (those of other nodes are held),
+// snapshot, then commit or abort and resume. Member functions of Task, kept here beside the
+// coordinator.
 #include "executor/task.hpp"
 
 #include <boost/asio/post.hpp>
@@ -112,6 +113,7 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
     if (!call_all(true) || !call_all(false)) return;
     const bool final = epoch_->final;
     auto held = std::move(epoch_->held_timers);
+    auto held_callbacks = std::move(epoch_->held_callbacks);
     epoch_.reset();
     if (done) done();
     if (final && !stored) {
@@ -128,8 +130,12 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
     }
     if (final) {
       stop_after_final_checkpoint();
+      // Posted callbacks still run (they may free what their argument owns); every node
+      // has ended, so what they emit goes nowhere, and held on_io calls are dropped.
+      for (auto& callback : held_callbacks) callback();
       return;
     }
+    for (auto& callback : held_callbacks) callback();
     const int64_t now = options_.clock->monotonic_ns();
     for (const auto& [node, timer_id] : held) timers_.arm(node, timer_id, now);
     if (!held.empty()) fire_due_timers(now);

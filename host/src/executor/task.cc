@@ -296,6 +296,13 @@ sl_status Task::post(size_t node, sl_task_fn fn, void* arg) {
   if (!accepting_posts_) return SL_CANCELLED;
   boost::asio::post(io_, [this, node, fn, arg] {
     if (failure_) return;
+    if (epoch_ && nodes_[node].role != SL_ROLE_SINK) {
+      // A posted callback may emit (core_ops' buffer drains from one): held, as timers are.
+      epoch_->held_callbacks.emplace_back([this, node, fn, arg] {
+        if (!failure_) fn(&nodes_[node].ctx, arg);
+      });
+      return;
+    }
     fn(&nodes_[node].ctx, arg);
   });
   return SL_OK;
@@ -689,6 +696,13 @@ void Task::io_unwatch(size_t node, uint64_t watch_id) { io_watches_.unwatch(node
 void Task::on_io_ready(size_t node, uint64_t watch_id, uint32_t ready) {
   NodeRuntime& n = nodes_[node];
   if (failure_ || n.ended) return;
+  if (epoch_ && n.role != SL_ROLE_SINK) {
+    // A network source emits from on_io: held until the snapshot, as timers are. The
+    // watch is one-shot, so it stays disarmed meanwhile (no busy loop on a ready fd).
+    epoch_->held_callbacks.emplace_back(
+        [this, node, watch_id, ready] { on_io_ready(node, watch_id, ready); });
+    return;
+  }
   invoke(node, "on_io", [&] { return n.vt->on_io(n.self, &n.ctx, watch_id, ready); });
   if (failure_ || n.ended) return;
   // As after a timer: an idle source is polled again after its on_io.

@@ -318,7 +318,8 @@ class Task {
   std::unique_ptr<lua::LuaRuntime> lua_;
 
   // The running checkpoint epoch (checkpoint/task_epoch.cc); sources are not
-  // polled and timers of non-sink nodes are held while it is set.
+  // polled, and the timers, io readiness and posts of non-sink nodes are held
+  // while it is set: nothing may reach the sinks between prepare and snapshot.
   struct Epoch {
     uint64_t epoch = 0;
     bool final = false;
@@ -327,6 +328,8 @@ class Task {
     size_t waiting = 0;            // sinks that have not answered
     std::vector<bool> asked;       // by node: prepare called, answer pending
     std::vector<std::pair<size_t, uint64_t>> held_timers;  // (node, timer id)
+    // on_io and posted callbacks of non-sink nodes, in arrival order, run after the epoch.
+    std::vector<std::function<void()>> held_callbacks;
     EpochDone done;
   };
   std::optional<Epoch> epoch_;
