@@ -82,6 +82,10 @@ def operator_bench(build, p):
         if results.get(("sluice", name)) != results.get(("loop", base)):  # same result
             raise RuntimeError(f"{name}: sluice gave {results.get(('sluice', name))}, "
                                f"the loop {results.get(('loop', base))}")
+    for (side, name), result in results.items():
+        if side == "floor" and result != results.get(("loop", name)):
+            raise RuntimeError(f"{name}: the floor gave {result}, the loop "
+                               f"{results.get(('loop', name))}")
     return rates, data.get("context", {})
 
 
@@ -119,6 +123,17 @@ def report_operators(rates, streamz):
         log(f"{name:14} {s:11.4g} {1e9 / s / OPERATORS[base]:9.1f} {l:11.4g} {l / s:10.1f}x "
             f"{z if z else float('nan'):9.4g} {ratio if ratio else float('nan'):13.1f}x  {verdict}")
     log("(target also: sluice within 3x of the loop: loop/sluice <= 3)")
+    floors = [n for n in PIPELINES if ("floor", n) in rates]
+    if floors:
+        log("message-model floor: one fused hand-written operator over the ABI's 64-byte "
+            "messages, no framework (operator_bench floor_run)")
+        for name in floors:
+            s, l, f = rates[("sluice", name)], rates[("loop", name)], rates[("floor", name)]
+            rows[name].update(floor=f, loop_over_floor=l / f)
+            verdict = "PASS" if l / s <= 3 else (
+                "MISS, below the floor" if l / f > 3 else "MISS")
+            log(f"  {name:12} floor {f:11.4g}  loop/floor {l / f:5.1f}x  sluice/floor "
+                f"{f / s:5.1f}x  loop/sluice {l / s:5.1f}x <= 3: {verdict}")
     return rows
 
 

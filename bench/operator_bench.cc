@@ -5,7 +5,8 @@
 // in-process source that emits int64 ranges (or precomputed text lines) `batch_size` at a
 // time into an in-process sink that checks the result. Beside each pipeline, a hand-written
 // C++ loop doing the same work is measured in the same run (the physical limit), and the
-// ratio sluice / loop is printed at the end.
+// ratio sluice / loop is printed at the end. For the int chains, a third row: the
+// message-model floor (floor_run below), a fused hand-written loop over ABI messages.
 //
 //   operator_bench [--n=ELEMENTS] [--lines=LINES] [--batch=SIZE] [gbench flags...]
 //
@@ -21,6 +22,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -378,6 +380,78 @@ void loop_wordcount(benchmark::State& state) {
   state.counters["result"] = static_cast<double>(keys);
 }
 
+// --- the message-model floor ----------------------------------------------------------------
+// What the int chains cost in the shape every engine built on this ABI must keep, with no
+// framework at all: the source writes each element into a 64-byte sl_message of a batch
+// (as Task::emit_values does), ONE fused hand-written operator reads each message and writes
+// each result into an output sl_message (key, headers and timestamp carried, as map does),
+// and the sink reads each value. Overflow is checked as core_ops does. No indirect call, no
+// counters, no intermediate batch: the lower bound of any sluice pipeline, however fused.
+template <typename Fused>
+int64_t floor_run(Fused fused) {
+  std::vector<sl_message> in(g_batch), out(g_batch);
+  int64_t last = -1;
+  for (int64_t base = 0; base < g_n; base += g_batch) {
+    const auto n = static_cast<size_t>(std::min<int64_t>(g_batch, g_n - base));
+    for (size_t k = 0; k < n; ++k) {
+      in[k] = sl_message{sl_int(base + static_cast<int64_t>(k)), sl_null(), sl_null(),
+                         SL_NO_TIMESTAMP, 0};
+    }
+    const size_t produced = fused(in.data(), n, out.data());
+    for (size_t k = 0; k < produced; ++k) last = out[k].value.as.i;  // the sink
+    benchmark::DoNotOptimize(last);
+  }
+  return last;
+}
+
+[[noreturn]] void floor_error() {
+  std::fprintf(stderr, "floor: not an int, or overflow\n");
+  std::abort();
+}
+
+void floor_chain(benchmark::State& state) {
+  int64_t last = 0;
+  for (auto _ : state) {
+    int64_t acc = 0;
+    last = floor_run([&](const sl_message* in, size_t n, sl_message* out) {
+      size_t o = 0;
+      for (size_t k = 0; k < n; ++k) {
+        int64_t x = 0;
+        if (in[k].value.kind != SL_KIND_INT || __builtin_add_overflow(in[k].value.as.i, 1, &x)) {
+          floor_error();
+        }
+        if (x <= 1000) continue;
+        if (__builtin_add_overflow(acc, x, &acc)) floor_error();
+        out[o] = in[k];
+        out[o++].value = sl_int(acc);
+      }
+      return o;
+    });
+  }
+  state.SetItemsProcessed(state.iterations() * g_n);
+  state.counters["result"] = static_cast<double>(last);
+}
+
+void floor_map10(benchmark::State& state) {
+  int64_t last = 0;
+  for (auto _ : state) {
+    last = floor_run([](const sl_message* in, size_t n, sl_message* out) {
+      for (size_t k = 0; k < n; ++k) {
+        if (in[k].value.kind != SL_KIND_INT) floor_error();
+        int64_t x = in[k].value.as.i;
+        for (int j = 0; j < 10; ++j) {
+          if (__builtin_add_overflow(x, 1, &x)) floor_error();
+        }
+        out[k] = in[k];
+        out[k].value = sl_int(x);
+      }
+      return n;
+    });
+  }
+  state.SetItemsProcessed(state.iterations() * g_n);
+  state.counters["result"] = static_cast<double>(last);
+}
+
 // Collects each run's time per element, then prints sluice / loop per pipeline.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -391,13 +465,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\n%-16s %14s %14s %10s\n", "pipeline", "sluice elem/s", "loop elem/s",
-                "loop/sluice");
+    std::printf("\n%-16s %14s %14s %10s %14s %10s\n", "pipeline", "sluice elem/s", "loop elem/s",
+                "loop/sluice", "floor elem/s", "loop/floor");
     for (const char* p : {"chain3", "map10", "window10_sum", "window10_lua", "wordcount"}) {
       const std::string base = std::string(p) == "window10_lua" ? "window10_sum" : p;
       double s = find("sluice/" + std::string(p)), l = find("loop/" + base);
+      double f = find("floor/" + std::string(p));
       if (s <= 0 || l <= 0) continue;
-      std::printf("%-16s %14.4g %14.4g %9.2fx\n", p, s, l, l / s);
+      std::printf("%-16s %14.4g %14.4g %9.2fx", p, s, l, l / s);
+      if (f > 0) std::printf(" %14.4g %9.2fx", f, l / f);
+      std::printf("\n");
     }
   }
 
@@ -437,7 +514,9 @@ int main(int argc, char** argv) {
   };
   reg("loop/chain3", loop_chain);
   reg("sluice/chain3", [](benchmark::State& s) { run_sluice(s, k_chain); });
+  reg("floor/chain3", floor_chain);
   reg("loop/map10", loop_map10);
+  reg("floor/map10", floor_map10);
   reg("sluice/map10", [](benchmark::State& s) { run_sluice(s, map10); });
   reg("loop/window10_sum", loop_window);
   reg("sluice/window10_sum", [](benchmark::State& s) { run_sluice(s, k_window); });
