@@ -157,15 +157,8 @@ void load_engine() {
     std::fprintf(stderr, "cannot load %s: %s\n", file.c_str(), loaded.message().c_str());
     std::exit(2);
   }
-  static sl_node_type ints = [] {
-    sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "bench_ints");
-    t.params = k_n_param;
-    t.param_count = 1;
-    t.create = ints_create;
-    t.destroy = source_destroy;
-    t.poll = source_poll;
-    return t;
-  }();
+  static sl_node_type ints = test_support::source_node_type("bench_ints", k_n_param, ints_create,
+                                                            source_destroy, source_poll);
   static sl_node_type lines = [] {
     sl_node_type t = ints;
     t.name = "bench_lines";

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace sluice::core_ops {
@@ -26,9 +27,18 @@ class IntKernel {
   /// f(x) into `out` (an int, or a bool for a comparison); false when x needs the bound
   /// function (an overflow).
   [[nodiscard]] bool apply(int64_t x, sl_value& out) const noexcept;
+  /// apply over a run of values (operator chaining): false as soon as one is not an int
+  /// or needs the bound function; out[0, n) then holds only ints and bools (nothing owned).
+  [[nodiscard]] bool map(const sl_value* in, size_t n, sl_value* out) const noexcept;
+  /// The same for a predicate: keep[i] = whether f(in[i]) is truthy.
+  [[nodiscard]] bool select(const sl_value* in, size_t n, uint8_t* keep) const noexcept;
 
  private:
   enum class Op : uint8_t { add, sub, mul, mod, eq, ne, gt, ge, lt, le };
+  template <class F>
+  static bool map_with(const sl_value* in, size_t n, sl_value* out, F f) noexcept;
+  template <class F>
+  static bool select_with(const sl_value* in, size_t n, uint8_t* keep, F f) noexcept;
   IntKernel(Op op, int64_t operand) noexcept : op_(op), operand_(operand) {}
   Op op_;
   int64_t operand_;
@@ -50,6 +60,8 @@ class Map final : public sdk::Operator {
 
   Map(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
+  /// Operator chaining (sl_node_type.map_values): what process emits, as bare values.
+  sdk::Status map_values(sdk::Context ctx, std::span<const sl_value> in, std::span<sdk::Value> out);
 
  private:
   /// The whole batch through kernel_ into messages_; false (messages_ unusable) as soon
@@ -79,6 +91,9 @@ class Filter final : public sdk::Operator {
 
   Filter(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
+  /// Operator chaining (sl_node_type.select_values): which messages process passes.
+  sdk::Status select_values(sdk::Context ctx, std::span<const sl_value> in,
+                            std::span<uint8_t> keep);
 
  private:
   /// The kept messages of the batch through kernel_ into kept_; false (kept_ unusable)

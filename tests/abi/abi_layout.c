@@ -176,6 +176,8 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, checkpoint_commit),
     FIELD(sl_node_type, checkpoint_abort),
     FIELD(sl_node_type, checkpoint_recover),
+    FIELD(sl_node_type, map_values),
+    FIELD(sl_node_type, select_values),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),

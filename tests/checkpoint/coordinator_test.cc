@@ -165,13 +165,9 @@ class CoordinatorTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     static sl_node_type stepper = [] {
-      sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "stepper");
-      t.params = k_stepper_params;
-      t.param_count = 2;
+      sl_node_type t = test_support::source_node_type("stepper", k_stepper_params, stepper_create,
+                                                      stepper_destroy, stepper_poll);
       t.flags = SL_NODE_STATEFUL;
-      t.create = stepper_create;
-      t.destroy = stepper_destroy;
-      t.poll = stepper_poll;
       t.snapshot = stepper_snapshot;
       t.restore = stepper_restore;
       t.checkpoint_commit = src_commit;

@@ -31,6 +31,22 @@ inline sl_node_type bare_node_type(int32_t role, const char* name, int32_t max_i
   return t;
 }
 
+/// A source node type: bare_node_type with its parameters and the callbacks every
+/// source has. `params` must outlive the type (a static array).
+template <size_t N>
+sl_node_type source_node_type(const char* name, const sl_param (&params)[N],
+                              sl_status (*create)(const sl_node_init*, void**),
+                              void (*destroy)(void*),
+                              sl_status (*poll)(void*, sl_context*, uint32_t, int32_t*)) {
+  sl_node_type t = bare_node_type(SL_ROLE_SOURCE, name);
+  t.params = params;
+  t.param_count = static_cast<uint32_t>(N);
+  t.create = create;
+  t.destroy = destroy;
+  t.poll = poll;
+  return t;
+}
+
 /// A plugin descriptor, at this header's ABI version, for `types` (which must outlive it).
 template <size_t N>
 sl_plugin in_process_plugin(const char* name, const sl_node_type* (&types)[N]) {

@@ -109,26 +109,6 @@ Result<size_t> Task::attach_capture(std::string_view id) {
   return capture;
 }
 
-template <class F>
-sl_status Task::call_guarded(size_t node, F&& call) {
-  try {
-    return call();
-  } catch (const std::exception& e) {
-    nodes_[node].error =
-        fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
-  } catch (...) {
-    nodes_[node].error = "plugin let an exception escape (an ABI violation)";
-  }
-  return SL_INTERNAL;
-}
-
-template <class F>
-sl_status Task::invoke(size_t node, const char* what, F&& call) {
-  sl_status status = call_guarded(node, std::forward<F>(call));
-  if (status != SL_OK && status != SL_CANCELLED) fail(node, what, status);
-  return status;
-}
-
 void Task::fail(size_t node, const char* what, sl_status status) {
   if (failure_) return;  // the first failure is the one reported; callers propagate it
   NodeRuntime& n = nodes_[node];
@@ -196,7 +176,8 @@ sl_status Task::deliver(size_t from, const std::vector<Consumer>& consumers,
     const auto t0 =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     sl_status status =
-        dst.on_error == ErrorPolicy::fail
+        chainable(dst) ? run_chain(c.node, messages, count)
+        : dst.on_error == ErrorPolicy::fail
             ? invoke(c.node, "process",
                      [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); })
             : deliver_with_policy(c, batch);

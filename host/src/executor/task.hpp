@@ -19,6 +19,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
 
 #include <sluice/sluice.h>
 
@@ -31,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice::host {
@@ -160,7 +162,15 @@ struct NodeRuntime {
   bool injected = false;            // a test-mode source fed by the test driver
   std::string error;                // last message from set_error
   std::vector<sl_message> scratch;  // emit_values builds messages here
-  std::vector<Value> captured;      // capture nodes (test mode) record their input here
+  // Operator chaining (operator_chain.cc): a chain headed by this node works here.
+  struct ChainScratch {
+    std::vector<sl_value> values, next;  // the elements between operators
+    std::vector<uint32_t> rows;          // each element's message in the head's input
+    std::vector<uint8_t> keep;           // select_values' answers
+    std::vector<sl_message> out;         // the chain's output batch
+  };
+  ChainScratch chain;
+  std::vector<Value> captured;  // capture nodes (test mode) record their input here
   std::unique_ptr<NodeCounters> counters = std::make_unique<NodeCounters>();
   std::unique_ptr<NodeGauges> gauges = std::make_unique<NodeGauges>();
   bool gauge_warned = false;  // one warning per node for invalid gauge_set calls
@@ -276,6 +286,11 @@ class Task {
   sl_status call_guarded(size_t node, F&& call);
   sl_status deliver(size_t from, const std::vector<Consumer>& consumers, const sl_message* messages,
                     size_t count);
+  // Operator chaining (operator_chain.cc): whether `n` runs in a chain, through
+  // map_values / select_values; and the chain headed by `head` run over a batch
+  // delivered to it (whose messages_in deliver already counted).
+  [[nodiscard]] bool chainable(const NodeRuntime& n) const noexcept;
+  sl_status run_chain(size_t head, const sl_message* messages, size_t count);
   // Delivers to a node with an error policy: one message per call, so a
   // failure names exactly one message, which the policy then handles.
   sl_status deliver_with_policy(const Consumer& to, const sl_batch& batch);
@@ -336,5 +351,25 @@ class Task {
   void maybe_snapshot();
   void stop_after_final_checkpoint();
 };
+
+template <class F>
+sl_status Task::call_guarded(size_t node, F&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    nodes_[node].error =
+        fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
+  } catch (...) {
+    nodes_[node].error = "plugin let an exception escape (an ABI violation)";
+  }
+  return SL_INTERNAL;
+}
+
+template <class F>
+sl_status Task::invoke(size_t node, const char* what, F&& call) {
+  sl_status status = call_guarded(node, std::forward<F>(call));
+  if (status != SL_OK && status != SL_CANCELLED) fail(node, what, status);
+  return status;
+}
 
 }  // namespace sluice::host

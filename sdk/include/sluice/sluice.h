@@ -652,6 +652,30 @@ typedef struct sl_node_type {
    *  without this callback count as committed. */
   sl_status (*checkpoint_recover)(void* self, sl_context* ctx, uint64_t epoch, sl_value state,
                                   int32_t* out_committed);
+
+  /* ABI 1.1: operator chaining. A run of single-input operators that each have
+   * one of these two callbacks, each feeding only the next, is run by the host
+   * over bare values: no message batch between them. The host carries each
+   * message's key, headers and event time itself and counts messages in and
+   * out per node as if process had run. Set them only when process does
+   * exactly this for every batch (with the same state changes and errors);
+   * the host may call either process or these, batch by batch. Not used for
+   * nodes with on_error = skip or dead_letter. */
+
+  /** Optional (operators that emit one message per input message, carrying
+   *  its key, headers and event time, and nothing else: map). Writes to
+   *  out[i] the value process would emit for in[i] (owned by the host after
+   *  an SL_OK return); `in` is borrowed; every out[i] is null on entry. On
+   *  failure: set_error, leave no value in `out` owned (all null), return
+   *  non-OK: the task fails as if process had failed. */
+  sl_status (*map_values)(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                          sl_value* out);
+  /** Optional (operators that emit a subset of their input messages
+   *  unchanged, in order, and nothing else: filter). Sets keep[i] to 1 when
+   *  process would pass message i, else 0; `in` is borrowed. Failure as for
+   *  map_values. */
+  sl_status (*select_values)(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                             uint8_t* keep);
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */

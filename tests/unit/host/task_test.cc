@@ -177,15 +177,8 @@ class TaskTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_log.clear();
-    static sl_node_type numbers = [] {
-      sl_node_type t = node(SL_ROLE_SOURCE, "numbers");
-      t.params = k_numbers_params;
-      t.param_count = 1;
-      t.create = numbers_create;
-      t.destroy = numbers_destroy;
-      t.poll = numbers_poll;
-      return t;
-    }();
+    static sl_node_type numbers = test_support::source_node_type(
+        "numbers", k_numbers_params, numbers_create, numbers_destroy, numbers_poll);
     static sl_node_type record = [] {
       sl_node_type t = node(SL_ROLE_OPERATOR, "record");
       t.process = record_process;

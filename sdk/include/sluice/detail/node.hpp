@@ -9,7 +9,10 @@
 #include <sluice/detail/value.hpp>
 #include <sluice/sluice.h>
 
+#include <concepts>
 #include <cstdint>
+#include <new>
+#include <span>
 #include <type_traits>
 
 namespace sluice::sdk {
@@ -128,6 +131,16 @@ class Consumer : public Node {
 }  // namespace detail
 
 /// Base of operator node types (they emit downstream).
+///
+/// Operator chaining (sl_node_type.map_values / select_values): an operator whose process()
+/// emits exactly one message per input message, carrying its key, headers and event time
+/// (a map), may also declare
+///   Status map_values(Context ctx, std::span<const sl_value> in, std::span<Value> out);
+/// writing to out[i] what process() would emit for in[i]; one whose process() passes a
+/// subset of its messages unchanged (a filter) may declare
+///   Status select_values(Context ctx, std::span<const sl_value> in, std::span<uint8_t> keep);
+/// The host then runs chains of such operators over bare values. They must do what
+/// process() does, with the same state changes and errors.
 class Operator : public detail::Consumer {
  public:
   static constexpr int32_t k_role = SL_ROLE_OPERATOR;  ///< sl_node_type.role.
@@ -233,6 +246,27 @@ struct NodeTrampolines {
       }
     });
   }
+  static sl_status map_values(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                              sl_value* out) noexcept {
+    // The host hands null slots (the ABI), and Value has sl_value's layout: T writes owned
+    // Values, and whatever it made is released if it fails part way.
+    auto* values = std::launder(reinterpret_cast<Value*>(out));
+    const sl_status st = guard(ctx, [&] {
+      return self_of(self)->map_values(Context(ctx), std::span(in, count),
+                                       std::span(values, count));
+    });
+    if (st != SL_OK) {
+      for (size_t i = 0; i < count; ++i) values[i] = Value();
+    }
+    return st;
+  }
+  static sl_status select_values(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                                 uint8_t* keep) noexcept {
+    return guard(ctx, [&] {
+      return self_of(self)->select_values(Context(ctx), std::span(in, count),
+                                          std::span(keep, count));
+    });
+  }
   static sl_status on_timer(void* self, sl_context* ctx, uint64_t timer_id) noexcept {
     return guard(ctx, [&] { return self_of(self)->on_timer(Context(ctx), timer_id); });
   }
@@ -325,6 +359,20 @@ constexpr sl_node_type make_node_type() noexcept {
   } else {
     t.process = &Tr::process;
     t.on_input_end = &Tr::on_input_end;
+  }
+  if constexpr (requires(T & n, Context c, std::span<const sl_value> in, std::span<Value> out) {
+                  { n.map_values(c, in, out) } -> std::same_as<Status>;
+                }) {
+    static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
+                  "map_values is for single-input operators");
+    t.map_values = &Tr::map_values;
+  }
+  if constexpr (requires(T & n, Context c, std::span<const sl_value> in, std::span<uint8_t> k) {
+                  { n.select_values(c, in, k) } -> std::same_as<Status>;
+                }) {
+    static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
+                  "select_values is for single-input operators");
+    t.select_values = &Tr::select_values;
   }
   t.on_timer = &Tr::on_timer;
   t.on_io = &Tr::on_io;
