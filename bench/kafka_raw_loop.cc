@@ -1,13 +1,16 @@
 // Benchmark 3 of issue 7: the Kafka side tools, on librdkafka's C API only.
 //
 //   kafka_raw_loop loop    --brokers B --in TOPIC --out TOPIC [--stop-at-end] [--assign]
-//                          [-X key=value]...
+//                          [--payload-only] [-X key=value]...
 //       The baseline: a plain consume -> produce loop, one message at a time (every partition
 //       of TOPIC read from the beginning, no group, each message produced to --out with its
-//       key; payload copied). The consumer is what sluice's from_kafka without group_id
-//       uses: the partition consumer API, every partition started on one queue, no
-//       group.id; --assign uses the group API's assign() instead (one consumer queue; needs
-//       a group.id, nothing is committed), as from_kafka with a group_id reads. With
+//       key, its headers and its timestamp, as sluice's from_kafka -> to_kafka forwards them;
+//       payload copied). --payload-only forwards key and payload only (the output then
+//       differs from sluice's: no headers, the producer's own timestamps). The consumer is what
+//       sluice's from_kafka without group_id uses: the partition consumer API, every partition
+//       started on one queue, no group.id; --assign uses the group API's assign() instead (one
+//       consumer queue; needs a group.id, nothing is committed), as from_kafka with a group_id
+//       reads. With
 //       --stop-at-end it exits once every partition reached its end and all deliveries are
 //       done, like sluice's from_kafka stop_at_end; otherwise on SIGTERM.
 //   kafka_raw_loop produce --brokers B --topic TOPIC --count N [--size 100] [--rate MSG/S]
@@ -56,7 +59,8 @@ struct Options {
   std::string mode, brokers, in, out, topic;
   int64_t count = 0, size = 100, rate = 0, timeout_s = 120;
   bool stop_at_end = false;
-  bool assign = false;  // loop: the group API's assign() instead of per-partition queues
+  bool assign = false;        // loop: the group API's assign() instead of per-partition queues
+  bool payload_only = false;  // loop: forward key and payload only (no headers, timestamp)
   std::vector<std::pair<std::string, std::string>> props;
 };
 
@@ -90,6 +94,8 @@ Options parse(int argc, char** argv) {
       o.stop_at_end = true;
     } else if (a == "--assign") {
       o.assign = true;
+    } else if (a == "--payload-only") {
+      o.payload_only = true;
     } else if (a == "-X") {
       std::string kv = value();
       size_t eq = kv.find('=');
@@ -198,6 +204,49 @@ void produce(rd_kafka_t* producer, rd_kafka_topic_t* topic, const void* payload,
   }
 }
 
+// Forwards consumed message `m` as sluice's from_kafka -> to_kafka does: payload and key
+// copied, its headers (copied) and its timestamp kept. Waits while the local queue is full.
+void forward(rd_kafka_t* producer, rd_kafka_topic_t* topic, const rd_kafka_message_t* m) {
+  rd_kafka_headers_t* hdrs = nullptr;
+  rd_kafka_headers_t* copy = nullptr;
+  if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    copy = rd_kafka_headers_copy(hdrs);
+  }
+  rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+  const int64_t ts = rd_kafka_message_timestamp(m, &ts_type);
+  rd_kafka_vu_t vu[6];
+  size_t n = 0;
+  vu[n].vtype = RD_KAFKA_VTYPE_RKT;
+  vu[n++].u.rkt = topic;
+  vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+  vu[n].u.mem.ptr = m->payload;
+  vu[n++].u.mem.size = m->len;
+  vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+  vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+  if (m->key != nullptr) {
+    vu[n].vtype = RD_KAFKA_VTYPE_KEY;
+    vu[n].u.mem.ptr = m->key;
+    vu[n++].u.mem.size = m->key_len;
+  }
+  if (ts_type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts > 0) {
+    vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+    vu[n++].u.i64 = ts;
+  }
+  if (copy != nullptr) {
+    vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;  // librdkafka owns them once produced
+    vu[n++].u.headers = copy;
+  }
+  for (;;) {
+    rd_kafka_error_t* e = rd_kafka_produceva(producer, vu, n);
+    if (e == nullptr) return;
+    const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+    const std::string text = rd_kafka_error_string(e);
+    rd_kafka_error_destroy(e);
+    if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL) die("produce: " + text);
+    rd_kafka_poll(producer, 10);
+  }
+}
+
 int run_loop(const Options& o) {
   if (o.in.empty() || o.out.empty()) die("loop needs --in and --out");
   // The same client settings as the sluice pipeline (from_kafka / to_kafka defaults). Without
@@ -208,7 +257,7 @@ int run_loop(const Options& o) {
   std::vector<std::pair<std::string, std::string>> consumer_conf = {
       {"enable.auto.commit", "false"},
       {"enable.partition.eof", o.stop_at_end ? "true" : "false"},
-      {"queued.max.messages.kbytes", "16384"},
+      {"queued.max.messages.kbytes", "65536"},
       {"queued.min.messages", "1000000"},
       {"fetch.wait.max.ms", "10"}};
   if (o.assign) consumer_conf.emplace_back("group.id", "kafka_raw_loop");  // required by assign
@@ -257,7 +306,11 @@ int run_loop(const Options& o) {
       rd_kafka_message_destroy(m);
       continue;
     }
-    produce(producer, out, m->payload, m->len, m->key, m->key_len);
+    if (o.payload_only) {
+      produce(producer, out, m->payload, m->len, m->key, m->key_len);
+    } else {
+      forward(producer, out, m);
+    }
     ++moved;
     rd_kafka_message_destroy(m);
   }

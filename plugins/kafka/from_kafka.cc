@@ -34,12 +34,23 @@ namespace {
 
 constexpr int k_metadata_timeout_ms = 5000;
 
-// librdkafka stops fetching a partition while the local queue holds queued.min.messages
-// (default 100,000) and resumes only up to about a second later. The queue is shared by all
-// partitions (the consumer queue, or ours in manual mode), so a source only 100,000 messages
-// behind (13 MB of 100-byte messages) stalled for most of a second (measured: 0.7 s idle in
-// a 1.1 s run of 300,000 messages). Memory stays bounded by queued.max.messages.kbytes.
+// librdkafka 2.0.2 stops fetching a partition while the local queue holds queued.min.messages
+// (default 100,000) or queued.max.messages.kbytes, and looks again only when its broker
+// thread wakes: at the latest after rd_kafka_max_block_ms (1000 ms, not configurable; 2.1's
+// fetch.queue.backoff.ms is that pause). The queue is shared by all partitions (the consumer
+// queue, or ours in manual mode), so a source that falls behind by a full queue drains it and
+// then stands still for the rest of that second (debug=fetch shows the fetches resume on a
+// 1 s tick). queued.min.messages: 100,000 messages (13 MB of 100-byte messages) stalled for
+// 0.7 s of a 1.1 s run of 300,000 messages.
 constexpr const char* k_queued_min_messages = "1000000";
+// queued.max.messages.kbytes: librdkafka's own default (64 MiB). With 16 MiB, a backlog of
+// 2,000,000 messages of 100 bytes through map(identity) stood still 0.6-0.8 s after every
+// ~300,000 (a 1 s cycle: about one queue per second); with 64 MiB the same run has at most
+// one short pause (bench/kafka_stall_trace.py). Memory: the queue, plus the one fetch
+// response that may land while it is just under the bound (fetch.max.bytes, 50 MiB); the
+// bound counts payload bytes, and librdkafka's per-message overhead comes on top (that 2 M
+// run peaked at ~300 MiB RSS with 64 MiB, ~110 MiB with 16 MiB; the raw loop the same).
+constexpr const char* k_queued_max_kbytes = "65536";
 
 void* opaque_of(uint64_t id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id)); }
 
@@ -155,12 +166,12 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
                                   {"auto.offset.reset", reset},
                                   {"topic.metadata.refresh.interval.ms", refresh_text.c_str()},
                                   {"allow.auto.create.topics", no_auto_create},
-                                  {"queued.max.messages.kbytes", "16384"},
+                                  {"queued.max.messages.kbytes", k_queued_max_kbytes},
                                   {"queued.min.messages", k_queued_min_messages},
                                   {"fetch.wait.max.ms", brokers_.embedded() ? "10" : "500"}})
                      : make_conf(cfg, brokers_.bootstrap, id_,
                                  {{"auto.offset.reset", reset},
-                                  {"queued.max.messages.kbytes", "16384"},
+                                  {"queued.max.messages.kbytes", k_queued_max_kbytes},
                                   {"queued.min.messages", k_queued_min_messages},
                                   {"fetch.wait.max.ms", brokers_.embedded() ? "10" : "500"}});
   char err[512];
@@ -318,6 +329,24 @@ Result<Value> KafkaSource::decode_value(rd_kafka_message_t* m, bool& owns_messag
   auto* held = new HeldMessage{shared_, m, size};
   owns_message = false;
   return Value::adopt(sdk::host().bytes_wrap(data, m->len, &release_held, held));
+}
+
+sl_message KafkaSource::convert_bytes(rd_kafka_message_t* m) {
+  sl_message out{};
+  out.key = m->key == nullptr ? sl_null() : sdk::host().bytes_create(m->key, m->key_len);
+  rd_kafka_headers_t* hdrs = nullptr;
+  out.headers = rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR
+                    ? headers_to_value(hdrs).release()
+                    : sl_null();
+  rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+  const int64_t ts_ms = rd_kafka_message_timestamp(m, &ts_type);
+  out.timestamp_ns = ts_type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts_ms >= 0 ? ts_ms * 1'000'000
+                                                                               : SL_NO_TIMESTAMP;
+  bool owns = true;                             // false once a wrapped value took the message
+  Result<Value> value = decode_value(m, owns);  // bytes: never fails
+  out.value = value.is_ok() ? value->release() : sl_null();
+  if (owns) rd_kafka_message_destroy(m);
+  return out;
 }
 
 Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka_message_t* m) {
@@ -526,12 +555,17 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
       }
       out.clear();
     };
+    const bool plain = format_ == Format::bytes && !keys_;
     for (size_t i = 0; i < msgs.size(); ++i) {
       rd_kafka_message_t* m = msgs[i];
       if (!runs.empty() && runs.back().rkt == m->rkt && runs.back().partition == m->partition) {
         runs.back().last_offset = std::max(runs.back().last_offset, m->offset);
       } else {
         runs.push_back({m->rkt, m->partition, m->offset});
+      }
+      if (plain) {                        // bare bytes values: no decode failure, no on_error
+        out.push_back(convert_bytes(m));  // takes m
+        continue;
       }
       Result<std::optional<sl_message>> c = convert(ctx, m);  // takes m
       if (!c.is_ok()) {

@@ -142,6 +142,9 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// nullopt when on_error skipped or dead-lettered it.
   sdk::Result<std::optional<sl_message>> convert(sdk::Context ctx, rd_kafka_message_t* m);
   sdk::Result<sdk::Value> decode_value(rd_kafka_message_t* m, bool& owns_message);
+  /// convert() for value_format "bytes" without `keys` (cannot fail): the same message,
+  /// built without the Result and the topic name. Takes ownership of `m`.
+  sl_message convert_bytes(rd_kafka_message_t* m);
   sdk::Status dead_letter(const rd_kafka_message_t* m, const std::string& reason);
   sdk::Status emit_batched(sdk::Context ctx, std::vector<rd_kafka_message_t*>& msgs);
   /// Marks offsets of `msgs` (topic, partition, offset) as processed.

@@ -294,17 +294,71 @@ Status ToKafka::drain_pending(Context ctx) {
   return {};
 }
 
+Result<ToKafka::Copied> ToKafka::produce_copied(const sl_message& m) {
+  const ValueRef value(m.value);
+  const ValueRef key(m.key);
+  if (key_from_value_ || !(value.is_string() || value.is_bytes()) ||
+      !(key.is_null() || key.is_string() || key.is_bytes())) {
+    return Copied::not_applicable;
+  }
+  const std::string_view bytes = value.as_str();
+  if (bytes.size() > k_copy_max_bytes) return Copied::not_applicable;
+  HeadersPtr headers = value_to_headers(ValueRef(m.headers));
+  std::array<rd_kafka_vu_t, 7> vu;  // only the first n are read
+  size_t n = 0;
+  vu[n].vtype = RD_KAFKA_VTYPE_RKT;
+  vu[n++].u.rkt = rkt_;
+  vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+  vu[n].u.mem.ptr = const_cast<char*>(bytes.data());  // copied by librdkafka
+  vu[n++].u.mem.size = bytes.size();
+  vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+  vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+  if (!key.is_null()) {
+    const std::string_view k = key.as_str();
+    vu[n].vtype = RD_KAFKA_VTYPE_KEY;  // librdkafka copies keys
+    vu[n].u.mem.ptr = const_cast<char*>(k.data());
+    vu[n++].u.mem.size = k.size();
+  }
+  if (headers) {
+    vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
+    vu[n++].u.headers = headers.get();
+  }
+  if (m.timestamp_ns != SL_NO_TIMESTAMP && m.timestamp_ns / 1'000'000 > 0) {
+    vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+    vu[n++].u.i64 = m.timestamp_ns / 1'000'000;
+  }
+  vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;  // the node, bit 0 set: see delivery_report
+  vu[n++].u.ptr = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | 1U);
+  if (exactly_once_ && !txn_open_) SLUICE_SDK_RETURN_IF_ERROR(begin_transaction());
+  ErrorPtr e(rd_kafka_produceva(rk_, vu.data(), n));
+  if (!e) {
+    static_cast<void>(headers.release());  // librdkafka owns them now
+    ++in_flight_;
+    return Copied::taken;
+  }
+  if (rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR__QUEUE_FULL) return Copied::queue_full;
+  return unavailable("to_kafka: cannot produce to topic '" + topic_ +
+                     "': " + rd_kafka_error_string(e.get()));
+}
+
 Status ToKafka::process_one(Context ctx, uint32_t /*input*/, const sl_message& m) {
   if (!failure_.is_ok()) return failure_;
   const bool in_order = pending_.empty();  // else earlier elements wait: keep the order
   bool tried = false;
   if (in_order) {
-    // The common case: a small payload, copied by librdkafka; no reference is taken.
-    SLUICE_SDK_ASSIGN_OR_RETURN(Record view, make_record(m, false));
-    if (view.bytes.size() <= k_copy_max_bytes) {
-      SLUICE_SDK_ASSIGN_OR_RETURN(const bool taken, produce(view));
-      if (taken) return {};
-      tried = true;  // queue full
+    // The common case (a small string or bytes payload keyed by the message key): produced
+    // from the element's own bytes, copied by librdkafka; no Record, no reference taken.
+    SLUICE_SDK_ASSIGN_OR_RETURN(const Copied copied, produce_copied(m));
+    if (copied == Copied::taken) return {};
+    tried = copied == Copied::queue_full;
+    if (!tried) {
+      // Anything else small (JSON-encoded values, a key from the element): a viewing record.
+      SLUICE_SDK_ASSIGN_OR_RETURN(Record view, make_record(m, false));
+      if (view.bytes.size() <= k_copy_max_bytes) {
+        SLUICE_SDK_ASSIGN_OR_RETURN(const bool taken, produce(view));
+        if (taken) return {};
+        tried = true;  // queue full
+      }
     }
   }
   SLUICE_SDK_ASSIGN_OR_RETURN(Record rec, make_record(m, true));

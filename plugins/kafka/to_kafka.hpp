@@ -120,6 +120,12 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   sdk::Result<Record> make_record(const sl_message& m, bool hold) const;
   /// Hands `rec` to librdkafka; QUEUE_FULL leaves it with the caller (returns false).
   sdk::Result<bool> produce(Record& rec);
+  enum class Copied { taken, queue_full, not_applicable };
+  /// The per-element fast path: produces `m` straight from its bytes, copied by librdkafka,
+  /// when its value is a string or bytes of at most k_copy_max_bytes and its key (the message
+  /// key) null, string or bytes; else not_applicable (nothing done). Same message as
+  /// make_record + produce would make.
+  sdk::Result<Copied> produce_copied(const sl_message& m);
   /// Retries held records in order; clears back-pressure when all went out.
   sdk::Status drain_pending(sdk::Context ctx);
   /// Waits (bounded) until every record was delivered; reports what was not.
