@@ -85,6 +85,21 @@ Result<Value> sum_items(ValueRef items) {
   return acc;
 }
 
+/// Sums `n` items if every one is an int and no partial sum (left to right) overflows:
+/// then true, with the sum in `total`. Else false (`total` meaningless), and the caller
+/// takes the exact path (sum_items), which finds the item or step at fault.
+bool sum_all_ints(const sl_value* items, size_t n, int64_t& total) {
+  int64_t t = 0;
+#pragma GCC unroll 4
+  for (size_t k = 0; k < n; ++k) {
+    if (items[k].kind != SL_KIND_INT || __builtin_add_overflow(t, items[k].as.i, &t)) {
+      return false;
+    }
+  }
+  total = t;
+  return true;
+}
+
 }  // namespace
 
 Result<Value> Sum::call(Args args) {
@@ -103,12 +118,14 @@ Result<Value> Sum::call(Args args) {
 
 sdk::Status Sum::call_batch(sdk::Context /*ctx*/, Args in, std::span<Value> out) {
   const sl_host_api& h = sdk::host();
+  const bool has_items =
+      h.struct_size >= offsetof(sl_host_api, array_items) + sizeof(void*) && h.array_items;
   for (size_t i = 0; i < in.size(); ++i) {
     const sl_value array = in[i].raw();
-    if (array.kind == SL_KIND_ARRAY) {  // arrays of ints: summed here, no Result per element
+    if (array.kind == SL_KIND_ARRAY && has_items) {  // arrays of ints: summed here
       const size_t n = h.value_size(array);
       int64_t total = 0;
-      if (sum_int_prefix(h, array, n, total) == n) {
+      if (n == 0 || sum_all_ints(h.array_items(array), n, total)) {
         out[i] = Value::integer(total);
         continue;
       }

@@ -269,24 +269,70 @@ SlidingWindow::SlidingWindow(Context /*ctx*/, const Config& cfg)
       return_partial_(cfg.get_bool("return_partial")),
       emit_partial_(cfg.get_bool("emit_partial")) {}
 
-void SlidingWindow::push(Value v) {
-  if (buf_.size() - begin_ == n_) buf_[begin_++] = Value();  // the oldest leaves now
-  if (begin_ >= n_) {
-    buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(begin_));
-    begin_ = 0;
+SlidingWindow::~SlidingWindow() { clear(); }
+
+void SlidingWindow::clear() noexcept {
+  const sl_value* w = buf_.data() + (window_full() ? head_ : 0);
+  for (size_t i = 0, size = window_size(); i < size; ++i) {
+    if (sl_value_is_boxed(w[i])) sdk::host().value_release(w[i]);
   }
-  buf_.push_back(std::move(v));
+  buf_.clear();
+  head_ = 0;
+}
+
+void SlidingWindow::fill(sl_value v) {
+  if (buf_.size() + 1 == n_) buf_.reserve(2 * n_);  // may throw: nothing changed yet
+  buf_.push_back(v);                                // may throw likewise
+  if (sl_value_is_boxed(v)) sdk::host().value_retain(v);
+  if (buf_.size() < n_) return;
+  // The n-th element: the window becomes the mirrored ring (no allocation: reserved).
+  for (size_t i = 0; i < n_; ++i) buf_.push_back(buf_[i]);
+  head_ = 0;
+}
+
+Value SlidingWindow::window_array() const {
+  return Value::adopt(
+      sdk::host().array_create(buf_.data() + (window_full() ? head_ : 0), window_size()));
 }
 
 Status SlidingWindow::process(Context ctx, uint32_t /*input*/, Batch batch) {
   out_.clear();
-  out_.reserve(batch.size());
-  for (const sl_message& m : batch) {
-    push(Value::borrow(m.value));
-    const size_t size = buf_.size() - begin_;
-    if (size == n_) full_ = true;
-    if (return_partial_ || size == n_) out_.push_back(Value::array(window()));
+  out_.resize(batch.size());  // nulls, replaced in order by the windows that go out
+  size_t produced = 0;
+  auto it = batch.begin();
+  const auto end = batch.end();
+  for (; it != end && !window_full(); ++it) {  // the first n - 1 elements ever
+    push(it->value);
+    if (window_full()) full_ = true;
+    if (return_partial_ || window_full()) out_[produced++] = window_array();
   }
+  if (it != end) {
+    // The window is full: each element replaces the oldest (push() written out), and the
+    // window goes out. The state is held in locals, which the host calls cannot change
+    // (members they could, as far as the compiler knows, so it reloaded each one).
+    const sl_host_api& h = sdk::host();
+    const auto retain = h.value_retain;
+    const auto release = h.value_release;
+    const auto array_create = h.array_create;
+    sl_value* const buf = buf_.data();
+    const size_t n = n_;
+    size_t head = head_;
+    Value* const out = out_.data();
+    for (; it != end; ++it) {
+      const sl_value v = it->value;
+      if (sl_value_is_boxed(buf[head])) release(buf[head]);
+      if (sl_value_is_boxed(v)) retain(v);
+      buf[head] = v;
+      buf[head + n] = v;
+      head = head + 1 == n ? 0 : head + 1;
+      head_ = head;
+      // Stored as the raw sl_value into the null Value (a Value is pointer-interconvertible
+      // with its one sl_value member): a Value move-assignment here went through the stack
+      // in pieces, and reading them back whole stalled store forwarding twice an element.
+      *reinterpret_cast<sl_value*>(&out[produced++]) = array_create(buf + head, n);
+    }
+  }
+  out_.resize(produced);
   if (out_.empty()) return {};
   Status st = ctx.emit_values(out_);
   out_.clear();
@@ -294,12 +340,12 @@ Status SlidingWindow::process(Context ctx, uint32_t /*input*/, Batch batch) {
 }
 
 Status SlidingWindow::finish(Context ctx) {
-  if (!emit_partial_ || return_partial_ || full_ || buf_.size() == begin_) return {};
-  return ctx.emit(Value::array(window()));
+  if (!emit_partial_ || return_partial_ || full_ || buf_.empty()) return {};
+  return ctx.emit(window_array());
 }
 
 Result<Value> SlidingWindow::snapshot(Context /*ctx*/) {
-  return Value::object({{"window", Value::array(window())}, {"full", Value::boolean(full_)}});
+  return Value::object({{"window", window_array()}, {"full", Value::boolean(full_)}});
 }
 
 Status SlidingWindow::restore(Context /*ctx*/, ValueRef state) {
@@ -309,10 +355,9 @@ Status SlidingWindow::restore(Context /*ctx*/, ValueRef state) {
     return sdk::invalid_argument("sliding_window: checkpoint state has no 'full' bool: " +
                                  preview(state));
   }
-  buf_.clear();
-  begin_ = 0;
-  for (Value& v : items_of(window)) push(std::move(v));  // keeps the last n_ (n may shrink)
-  full_ = full->as_bool() || buf_.size() - begin_ == n_;
+  clear();
+  for (const Value& v : items_of(window)) push(v.raw());  // keeps the last n_ (n may shrink)
+  full_ = full->as_bool() || window_full();
   return {};
 }
 

@@ -147,26 +147,48 @@ class SlidingWindow final : public sdk::Operator {
   };
 
   SlidingWindow(sdk::Context ctx, const sdk::Config& cfg);
+  SlidingWindow(const SlidingWindow&) = delete;
+  SlidingWindow& operator=(const SlidingWindow&) = delete;
+  ~SlidingWindow() override;
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
   sdk::Status finish(sdk::Context ctx) override;
   sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
 
  private:
-  /// The window, oldest first: contiguous, so each output array is made from it directly.
-  [[nodiscard]] std::span<const sdk::Value> window() const {
-    return std::span<const sdk::Value>(buf_).subspan(begin_);
+  /// The window as a new array, oldest first (one host call: the window is contiguous).
+  [[nodiscard]] sdk::Value window_array() const;
+  [[nodiscard]] bool window_full() const noexcept { return buf_.size() == 2 * n_; }
+  [[nodiscard]] size_t window_size() const noexcept { return window_full() ? n_ : buf_.size(); }
+  /// Adds borrowed `v` (the window takes its own reference); the oldest leaves when full.
+  void push(sl_value v) {
+    if (!window_full()) {
+      fill(v);
+      return;
+    }
+    sl_value& oldest = buf_[head_];
+    if (sl_value_is_boxed(oldest)) sdk::host().value_release(oldest);
+    if (sl_value_is_boxed(v)) sdk::host().value_retain(v);
+    oldest = v;
+    buf_[head_ + n_] = v;
+    if (++head_ == n_) head_ = 0;
   }
-  void push(sdk::Value v);
+  /// push() while fewer than n elements arrived.
+  void fill(sl_value v);
+  void clear() noexcept;
 
   size_t n_;
   bool return_partial_;
   bool emit_partial_;
-  // buf_[begin_..] is the window; the slots before begin_ are empty (released when the
-  // element left the window). Compacted when begin_ reaches n_: at most 2n slots, and
-  // O(1) moves per element on average.
-  std::vector<sdk::Value> buf_;
-  size_t begin_ = 0;
+  // Until n elements arrived, the window is buf_ (it grows as they come). From then on,
+  // buf_ holds 2n slots and each element is written twice, at i and i + n (i = its
+  // position mod n): the window is always the contiguous buf_[head_, head_ + n), oldest
+  // first, so an element costs two stores, and each output array one host call. One
+  // reference is held per element (the copy at i + n is borrowed from the one at i).
+  // Raw sl_values rather than sdk::Values: moving Values (writing each source back to
+  // null) and compacting made push the largest cost of sliding_window(10) -> map(sum).
+  std::vector<sl_value> buf_;
+  size_t head_ = 0;
   bool full_ = false;  // a full window went out
   std::vector<sdk::Value> out_;
 };

@@ -1,1 +1,2 @@
-target_sources(sluice_host_core PRIVATE src/value/value.cc src/value/json.cc)
+target_sources(sluice_host_core PRIVATE src/value/value.cc src/value/json.cc
+                                        src/value/block_cache.cc)

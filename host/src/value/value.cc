@@ -1,6 +1,7 @@
 // Block storage for boxed values. Each block is one allocation: a header, then
 // the payload laid out behind it (characters, items, or object entries), so a
-// value costs one allocation and one pointer chase.
+// value costs one allocation and one pointer chase. Blocks of up to 512 bytes come from
+// the calling thread's block cache (block_cache.hpp), which gives back freed blocks.
 #include "value/value.hpp"
 
 #include <algorithm>
@@ -15,11 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "value/block_cache.hpp"
+
 // The C header declares `struct sl_block` opaque; this is its definition.
 struct sl_block {
   std::atomic<uint32_t> refs;
-  int32_t kind;
-  size_t size;  // bytes (string, bytes) or entries (array, object)
+  uint8_t kind;        // SL_KIND_*
+  uint8_t flags;       // k_plain
+  uint16_t cache_cls;  // block_cache class of the allocation, or 0: operator new's own
+  size_t size;         // bytes (string, bytes) or entries (array, object)
 };
 
 namespace sluice::host {
@@ -39,10 +44,15 @@ const char* payload(const sl_block* b) noexcept {
   return reinterpret_cast<const char*>(b) + k_header;
 }
 
+// A block that holds no reference and no foreign buffer (a string, copied bytes, an array
+// none of whose items is boxed): freeing it is all its release does.
+constexpr uint8_t k_plain = 1;
+
 sl_block* allocate(int32_t kind, size_t size, size_t payload_bytes) {
-  void* mem = ::operator new(k_header + payload_bytes);
-  auto* b = new (mem) sl_block{{1}, kind, size};
-  return b;
+  const size_t bytes = k_header + payload_bytes;
+  const uint32_t cls = block_cache::class_of(bytes);
+  void* mem = cls != 0 ? block_cache::take(cls) : ::operator new(bytes);
+  return new (mem) sl_block{{1}, static_cast<uint8_t>(kind), 0, static_cast<uint16_t>(cls), size};
 }
 
 sl_value boxed(sl_block* b) noexcept {
@@ -138,8 +148,13 @@ void append_entry(sl_block* b, const ObjectView& o, sl_str key, sl_value value,
 
 // Frees a block whose values were moved elsewhere (not released).
 void deallocate(sl_block* b) noexcept {
+  const uint32_t cls = b->cache_cls;
   b->~sl_block();
-  ::operator delete(b);
+  if (cls != 0) {
+    block_cache::give_back(b, cls);
+  } else {
+    ::operator delete(b);
+  }
 }
 
 // Entry indices of an object sorted by key: objects compare and print-independently of
@@ -166,7 +181,8 @@ class SortedEntries {
   std::unique_ptr<uint32_t[]> heap_;
 };
 
-void destroy(sl_block* b) noexcept {
+// What a block that is not k_plain holds: its references and foreign buffer, released.
+[[gnu::noinline]] void release_contents(sl_block* b) noexcept {
   switch (b->kind) {
     case SL_KIND_BYTES: {
       auto* p = reinterpret_cast<BytesPayload*>(payload(b));
@@ -175,16 +191,26 @@ void destroy(sl_block* b) noexcept {
     }
     case SL_KIND_ARRAY: {
       auto* items = reinterpret_cast<sl_value*>(payload(b));
-      for (size_t i = 0; i < b->size; ++i) value_release(items[i]);
+      for (size_t i = 0, n = b->size; i < n; ++i) {
+        if (sl_value_is_boxed(items[i])) value_release(items[i]);
+      }
       break;
     }
     case SL_KIND_OBJECT: {
       ObjectView o = object_view(b);
-      for (size_t i = 0; i < b->size; ++i) value_release(o.values[i]);
+      for (size_t i = 0, n = b->size; i < n; ++i) {
+        if (sl_value_is_boxed(o.values[i])) value_release(o.values[i]);
+      }
       break;
     }
     default: break;
   }
+}
+
+// The last reference is gone. A plain block (the common case: strings, arrays of
+// numbers) is just given back, without the register saves the item loops need.
+void destroy(sl_block* b) noexcept {
+  if (!(b->flags & k_plain)) release_contents(b);
   deallocate(b);
 }
 
@@ -231,11 +257,20 @@ void value_retain(sl_value v) noexcept {
 
 void value_release(sl_value v) noexcept {
   if (!sl_value_is_boxed(v)) return;
-  if (v.as.block->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(v.as.block);
+  sl_block* b = v.as.block;
+  // refs == 1: the caller holds the only reference, so no other thread can retain or
+  // release this block now (it could only get a reference from a holder); the locked
+  // decrement is skipped. Acquire pairs with the release of references dropped elsewhere,
+  // as in object_set_unique.
+  if (b->refs.load(std::memory_order_acquire) == 1 ||
+      b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    destroy(b);
+  }
 }
 
 sl_value string_create(const char* data, size_t size) {
   sl_block* b = allocate(SL_KIND_STRING, size, size + 1);
+  b->flags = k_plain;
   if (size) std::memcpy(payload(b), data, size);
   payload(b)[size] = '\0';  // lets host code hand the text to C APIs
   return boxed(b);
@@ -243,6 +278,7 @@ sl_value string_create(const char* data, size_t size) {
 
 sl_value bytes_create(const void* data, size_t size) {
   sl_block* b = allocate(SL_KIND_BYTES, size, sizeof(BytesPayload) + size);
+  b->flags = k_plain;
   char* inline_data = payload(b) + sizeof(BytesPayload);
   if (size) std::memcpy(inline_data, data, size);
   new (payload(b)) BytesPayload{inline_data, nullptr, nullptr};
@@ -258,9 +294,20 @@ sl_value bytes_wrap(const void* data, size_t size, sl_release_fn release, void* 
 sl_value array_create(const sl_value* items, size_t count) {
   sl_block* b = allocate(SL_KIND_ARRAY, count, count * sizeof(sl_value));
   auto* out = reinterpret_cast<sl_value*>(payload(b));
+  // One pass copies and ORs the kinds together (one instruction per item, no branch; a
+  // memcpy call cost more than the copy for the short arrays of a sliding window): the OR
+  // is below SL_KIND_STRING only when every kind is (sl_value_is_boxed is kind >=
+  // SL_KIND_STRING; a negative kind makes it large, and the exact pass below decides).
+  uint32_t kinds = 0;
+#pragma GCC unroll 4
   for (size_t i = 0; i < count; ++i) {
-    value_retain(items[i]);
     out[i] = items[i];
+    kinds |= static_cast<uint32_t>(items[i].kind);
+  }
+  if (kinds >= SL_KIND_STRING) {
+    for (size_t i = 0; i < count; ++i) value_retain(items[i]);
+  } else {
+    b->flags = k_plain;
   }
   return boxed(b);
 }

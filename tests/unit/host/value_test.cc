@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "value/block_cache.hpp"
 
 namespace sluice::host {
 namespace {
@@ -184,6 +188,119 @@ TEST(Value, ReferenceCountsSurviveConcurrentCopies) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(shared.as_str(), "shared across threads");
+}
+
+TEST(Value, ArraysReleaseTheirBoxedItemsWhereverTheyStand) {
+  // Arrays of scalars skip the per-item release; one boxed item, first or last, must not.
+  static char buffer[] = "x";
+  for (const bool boxed_last : {false, true}) {
+    Released released;
+    {
+      Value wrapped = Value::adopt(bytes_wrap(
+          buffer, 1, [](void* p) { ++static_cast<Released*>(p)->count; }, &released));
+      std::vector<Value> items{Value::integer(1), Value::floating(2.5), Value::null()};
+      items.insert(boxed_last ? items.end() : items.begin(), wrapped);
+      Value a = Value::array(items);
+      items.clear();
+      wrapped = Value();
+      EXPECT_EQ(released.count, 0) << "the array still holds it";
+      EXPECT_EQ(a.at(boxed_last ? 3 : 0).as_str(), "x");
+    }
+    EXPECT_EQ(released.count, 1) << (boxed_last ? "boxed item last" : "boxed item first");
+  }
+}
+
+TEST(Value, TheLastOfConcurrentReleasesFreesTheBlockExactlyOnce) {
+  static char buffer[] = "x";
+  std::atomic<int> released{0};
+  constexpr int k_rounds = 5000;
+  for (int r = 0; r < k_rounds; ++r) {
+    Value a = Value::adopt(bytes_wrap(
+        buffer, 1, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, &released));
+    Value b = a;
+    std::thread other([b = std::move(b)]() mutable { b = Value(); });
+    a = Value();
+    other.join();
+  }
+  EXPECT_EQ(released.load(), k_rounds);
+}
+
+// --- the per-thread block cache (block_cache.hpp); off under ASan, where these skip ------
+
+// The class of the only cached class on this thread, or 0 (none or several).
+uint32_t only_cached_class() {
+  uint32_t found = 0;
+  for (uint32_t c = 1; c <= block_cache::k_classes; ++c) {
+    if (block_cache::cached_blocks(c) == 0) continue;
+    if (found != 0) return 0;
+    found = c;
+  }
+  return found;
+}
+
+TEST(BlockCache, AFreedBlockIsReusedByTheNextValueOfItsSize) {
+  if (!block_cache::enabled()) GTEST_SKIP() << "block cache off (sanitizer build)";
+  block_cache::trim();
+  Value a = Value::string("twenty characters...");
+  const char* first = a.as_str().data();
+  a = Value();
+  const uint32_t c = only_cached_class();
+  ASSERT_NE(c, 0u);
+  EXPECT_EQ(block_cache::cached_blocks(c), 1u);
+  EXPECT_EQ(block_cache::cached_bytes(), block_cache::class_size(c));
+  Value b = Value::string("another twenty chars");
+  EXPECT_EQ(b.as_str().data(), first) << "the cached block was not reused";
+  EXPECT_EQ(b.as_str(), "another twenty chars");
+  EXPECT_EQ(block_cache::cached_bytes(), 0u);
+}
+
+TEST(BlockCache, EachClassAndEachThreadKeepAtMostTheirBound) {
+  if (!block_cache::enabled()) GTEST_SKIP() << "block cache off (sanitizer build)";
+  block_cache::trim();
+  {
+    std::vector<Value> same;  // 10,000 arrays of one size: more than a class keeps
+    for (int i = 0; i < 10000; ++i) {
+      const Value item[] = {Value::integer(i)};
+      same.push_back(Value::array(item));
+    }
+  }
+  const uint32_t c = only_cached_class();
+  ASSERT_NE(c, 0u);
+  EXPECT_EQ(block_cache::cached_blocks(c), block_cache::class_limit(c));
+  EXPECT_LE(block_cache::cached_blocks(c) * block_cache::class_size(c), block_cache::k_class_bytes);
+
+  block_cache::trim();
+  {
+    std::vector<Value> all;  // every class, over its bound: the thread's bound holds
+    for (size_t len = 1; len < block_cache::k_max_bytes; ++len) {
+      for (int i = 0; i < 300; ++i) all.push_back(Value::string(std::string(len, 'x')));
+    }
+  }
+  EXPECT_LE(block_cache::cached_bytes(), block_cache::k_thread_bytes);
+  EXPECT_GT(block_cache::cached_bytes(), block_cache::k_thread_bytes - block_cache::k_max_bytes);
+  block_cache::trim();
+  EXPECT_EQ(block_cache::cached_bytes(), 0u);
+}
+
+TEST(BlockCache, BlocksFreedOnAnotherThreadJoinThatThreadsCacheAndGoAtItsExit) {
+  if (!block_cache::enabled()) GTEST_SKIP() << "block cache off (sanitizer build)";
+  block_cache::trim();
+  std::vector<Value> made_here;
+  for (int i = 0; i < 100; ++i) made_here.push_back(Value::string("made on the main thread"));
+  const uint64_t freed_before = block_cache::freed_at_thread_exit();
+  std::thread other([&made_here] {
+    made_here.clear();  // the other thread drops the last references
+    const uint32_t c = only_cached_class();
+    ASSERT_NE(c, 0u);
+    EXPECT_EQ(block_cache::cached_blocks(c), 100u);
+    Value again = Value::string("made on the other one");  // same size: a block reused
+    EXPECT_EQ(again.as_str(), "made on the other one");
+    EXPECT_EQ(block_cache::cached_blocks(c), 99u);
+  });
+  other.join();
+  EXPECT_EQ(block_cache::cached_bytes(), 0u) << "the main thread's cache got nothing";
+  // 99 cached, plus the one `again` gave back as the thread ended.
+  EXPECT_EQ(block_cache::freed_at_thread_exit() - freed_before, 100u);
 }
 
 }  // namespace
