@@ -8,6 +8,7 @@
 // time), and the counters of every operator move as if process had run.
 #include "executor/task.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace sluice::host {
@@ -34,12 +35,17 @@ bool Task::chainable(const NodeRuntime& n) const noexcept {
          n.on_error == ErrorPolicy::fail && n.dead_letter_consumers.empty();
 }
 
-sl_status Task::run_chain(size_t head, const sl_message* messages, size_t count) {
+sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_value* values,
+                          size_t count) {
   // The head's own scratch: the graph is acyclic, so a chain never re-enters its
   // head while it runs (chains further down use their own heads' scratch).
   NodeRuntime::ChainScratch& s = nodes_[head].chain;
   s.values.resize(count);
-  for (size_t k = 0; k < count; ++k) s.values[k] = messages[k].value;  // borrowed
+  if (messages != nullptr) {
+    for (size_t k = 0; k < count; ++k) s.values[k] = messages[k].value;  // borrowed
+  } else {
+    std::copy_n(values, count, s.values.begin());  // borrowed from emit_values' caller
+  }
   // Element k's message is messages[k] until a select_values drops one; then s.rows
   // says which (written by the first select only: no pass for chains of maps).
   bool all_rows = true;
@@ -89,9 +95,15 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, size_t count)
     NodeCounters::add(nodes_[node].counters->messages_in, n);
   }
   s.out.resize(n);
-  for (size_t k = 0; k < n; ++k) {
-    s.out[k] = messages[all_rows ? k : s.rows[k]];  // key, headers, event time borrowed
-    s.out[k].value = s.values[k];
+  if (messages != nullptr) {
+    for (size_t k = 0; k < n; ++k) {
+      s.out[k] = messages[all_rows ? k : s.rows[k]];  // key, headers, event time borrowed
+      s.out[k].value = s.values[k];
+    }
+  } else {
+    for (size_t k = 0; k < n; ++k) {
+      s.out[k] = sl_message{s.values[k], sl_null(), sl_null(), SL_NO_TIMESTAMP, 0};
+    }
   }
   const sl_status status = deliver(node, nodes_[node].consumers, s.out.data(), n);
   if (owned) release_all(s.values, n);

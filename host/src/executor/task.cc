@@ -165,31 +165,38 @@ sl_status Task::emit(size_t from, const sl_message* messages, size_t count) {
 sl_status Task::deliver(size_t from, const std::vector<Consumer>& consumers,
                         const sl_message* messages, size_t count) {
   (void)from;
-  sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
   for (const Consumer& c : consumers) {
-    NodeRuntime& dst = nodes_[c.node];
-    if (dst.ended) continue;
-    NodeCounters::add(dst.counters->messages_in, count);
-    // A sample of the calls is timed (NodeCounters::sample_latency): two clock reads per
-    // call were 8-11 % of a pipeline that emits per element.
-    const bool timed = dst.counters->sample_latency();
-    const auto t0 =
-        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    sl_status status =
-        chainable(dst) ? run_chain(c.node, messages, count)
-        : dst.on_error == ErrorPolicy::fail
-            ? invoke(c.node, "process",
-                     [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); })
-            : deliver_with_policy(c, batch);
-    if (timed) {
-      dst.counters->record_latency(
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now() - t0)
-                                    .count()));
-    }
-    if (status != SL_OK) return status;
+    if (nodes_[c.node].ended) continue;
+    if (sl_status status = deliver_to(c, messages, nullptr, count); status != SL_OK) return status;
   }
   return SL_OK;
+}
+
+sl_status Task::deliver_to(const Consumer& c, const sl_message* messages, const sl_value* values,
+                           size_t count) {
+  NodeRuntime& dst = nodes_[c.node];
+  NodeCounters::add(dst.counters->messages_in, count);
+  // A sample of the calls is timed (NodeCounters::sample_latency): two clock reads per
+  // call were 8-11 % of a pipeline that emits per element.
+  const bool timed = dst.counters->sample_latency();
+  const auto t0 =
+      timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  sl_status status = SL_OK;
+  if (chainable(dst)) {
+    status = run_chain(c.node, messages, values, count);
+  } else {
+    const sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
+    status = dst.on_error == ErrorPolicy::fail
+                 ? invoke(c.node, "process",
+                          [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); })
+                 : deliver_with_policy(c, batch);
+  }
+  if (timed) {
+    dst.counters->record_latency(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count()));
+  }
+  return status;
 }
 
 sl_status Task::deliver_with_policy(const Consumer& to, const sl_batch& batch) {
@@ -251,6 +258,15 @@ sl_status Task::handle_failed_message(size_t node, const sl_message& message, sl
 }
 
 sl_status Task::emit_values(size_t from, const sl_value* values, size_t count) {
+  const std::vector<Consumer>& consumers = nodes_[from].consumers;
+  if (consumers.size() == 1 && !nodes_[consumers.front().node].ended &&
+      chainable(nodes_[consumers.front().node])) {
+    // Straight into the chain: no messages for it to take the values back out of.
+    if (failure_) return SL_CANCELLED;
+    if (count == 0) return SL_OK;
+    NodeCounters::add(nodes_[from].counters->messages_out, count);
+    return deliver_to(consumers.front(), nullptr, values, count);
+  }
   // Per-node scratch: no other emit of this node can run while this one does
   // (the graph is acyclic), so the buffer is never clobbered by nesting.
   std::vector<sl_message>& scratch = nodes_[from].scratch;

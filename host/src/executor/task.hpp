@@ -286,11 +286,17 @@ class Task {
   sl_status call_guarded(size_t node, F&& call);
   sl_status deliver(size_t from, const std::vector<Consumer>& consumers, const sl_message* messages,
                     size_t count);
+  // One consumer's delivery: `messages`, or (to a chain only) bare `values` from
+  // emit_values, whose messages would have no key, headers or event time.
+  sl_status deliver_to(const Consumer& c, const sl_message* messages, const sl_value* values,
+                       size_t count);
   // Operator chaining (operator_chain.cc): whether `n` runs in a chain, through
-  // map_values / select_values; and the chain headed by `head` run over a batch
-  // delivered to it (whose messages_in deliver already counted).
+  // map_values / select_values; and the chain headed by `head` run over what was
+  // delivered to it (messages, or bare values when `messages` is null), whose
+  // messages_in deliver_to already counted.
   [[nodiscard]] bool chainable(const NodeRuntime& n) const noexcept;
-  sl_status run_chain(size_t head, const sl_message* messages, size_t count);
+  sl_status run_chain(size_t head, const sl_message* messages, const sl_value* values,
+                      size_t count);
   // Delivers to a node with an error policy: one message per call, so a
   // failure names exactly one message, which the policy then handles.
   sl_status deliver_with_policy(const Consumer& to, const sl_batch& batch);

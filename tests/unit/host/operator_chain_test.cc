@@ -32,6 +32,7 @@ const sl_host_api* host() { return host_api_table(); }
 // event time 1000 + i, headers {"h": i}; `step` per poll.
 struct Keyed {
   int64_t next = 0, n = 0, overflow_at = -1;
+  bool bare = false;  // emit_values: bare values, no key, headers or event time
 };
 int64_t config_int(sl_value config, const char* key, int64_t otherwise) {
   sl_value v;
@@ -39,7 +40,8 @@ int64_t config_int(sl_value config, const char* key, int64_t otherwise) {
 }
 sl_status keyed_create(const sl_node_init* init, void** self) {
   *self =
-      new Keyed{0, config_int(init->config, "n", 0), config_int(init->config, "overflow_at", -1)};
+      new Keyed{0, config_int(init->config, "n", 0), config_int(init->config, "overflow_at", -1),
+                config_int(init->config, "bare", 0) != 0};
   return SL_OK;
 }
 void keyed_destroy(void* self) { delete static_cast<Keyed*>(self); }
@@ -58,6 +60,11 @@ sl_status keyed_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* stat
     held.push_back(std::move(headers));
   }
   *state = s->next < s->n ? SL_SOURCE_MORE : SL_SOURCE_DONE;
+  if (s->bare) {
+    std::vector<sl_value> values;
+    for (const sl_message& m : out) values.push_back(m.value);
+    return host()->emit_values(ctx, values.data(), values.size());
+  }
   return host()->emit(ctx, out.data(), out.size());
 }
 
@@ -88,7 +95,8 @@ sl_status twice_process(void*, sl_context* ctx, uint32_t, const sl_batch*) {
 
 const sl_param k_keyed_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""},
-    {sizeof(sl_param), "overflow_at", SL_PARAM_INT, 0, nullptr, ""}};
+    {sizeof(sl_param), "overflow_at", SL_PARAM_INT, 0, nullptr, ""},
+    {sizeof(sl_param), "bare", SL_PARAM_INT, 0, nullptr, ""}};
 
 class OperatorChainTest : public ::testing::Test {
  protected:
@@ -180,6 +188,21 @@ TEST_F(OperatorChainTest, ChainedNodesGiveWhatProcessGives) {
   EXPECT_EQ(chained.counters["big"], std::make_pair(uint64_t{50}, uint64_t{48}));
   EXPECT_EQ(chained.counters["last"], std::make_pair(uint64_t{48}, uint64_t{48}));
   EXPECT_EQ(chained.counters["out"].first, 48u);
+}
+
+TEST_F(OperatorChainTest, BareValuesFromEmitValuesGoStraightIntoAChain) {
+  auto bare = [](std::string toml) {
+    return toml.replace(toml.find("n = 50\n"), 7, "n = 50\nbare = 1\n");
+  };
+  Outcome chained = run(bare(pipeline("")));
+  Outcome reference = run(bare(pipeline("on_error = \"skip\"")));
+  ASSERT_TRUE(chained.status.is_ok()) << chained.status.message();
+  ASSERT_EQ(chained.sinks["out"].size(), 48u);
+  EXPECT_EQ(chained.sinks["out"].front(),
+            "\"3\" null " + std::to_string(SL_NO_TIMESTAMP) + " null");
+  EXPECT_EQ(chained.sinks, reference.sinks);
+  EXPECT_EQ(chained.counters, reference.counters);
+  EXPECT_EQ(chained.counters["src"].second, 50u);
 }
 
 TEST_F(OperatorChainTest, NodesWithMapValuesAreChained) {
