@@ -2,17 +2,17 @@
 //
 //   kafka_raw_loop loop    --brokers B --in TOPIC --out TOPIC [--stop-at-end] [--assign]
 //                          [--payload-only] [-X key=value]...
-//       The baseline: a plain consume -> produce loop, one message at a time (every partition
-//       of TOPIC read from the beginning, no group, each message produced to --out with its
-//       key, its headers and its timestamp, as sluice's from_kafka -> to_kafka forwards them;
-//       payload copied). --payload-only forwards key and payload only (the output then
-//       differs from sluice's: no headers, the producer's own timestamps). The consumer is what
-//       sluice's from_kafka without group_id uses: the partition consumer API, every partition
-//       started on one queue, no group.id; --assign uses the group API's assign() instead (one
-//       consumer queue; needs a group.id, nothing is committed), as from_kafka with a group_id
-//       reads. With
-//       --stop-at-end it exits once every partition reached its end and all deliveries are
-//       done, like sluice's from_kafka stop_at_end; otherwise on SIGTERM.
+//       A plain consume -> produce loop, one message at a time (every partition of TOPIC read
+//       from the beginning, no group, each message produced to --out with its key, its headers
+//       and its timestamp, as sluice's from_kafka -> to_kafka forwards them; payload copied).
+//       --payload-only forwards key and payload only: the plainest loop, bench.py's baseline
+//       (its output differs from sluice's: no headers, the producer's own timestamps). The
+//       consumer is what sluice's from_kafka without group_id uses: the partition consumer
+//       API, every partition started on one queue, no group.id; --assign uses the group API's
+//       assign() instead (one consumer queue; needs a group.id, nothing is committed), as
+//       from_kafka with a group_id reads. With --stop-at-end it exits once every partition
+//       reached its end and all deliveries are done, like sluice's from_kafka stop_at_end;
+//       otherwise on SIGTERM.
 //   kafka_raw_loop produce --brokers B --topic TOPIC --count N [--size 100] [--rate MSG/S]
 //       Produces N keyed messages of --size bytes whose first 16 bytes are the send time
 //       (µs since the epoch, decimal), as fast as possible or at --rate; prints a JSON line.
