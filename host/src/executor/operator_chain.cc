@@ -9,6 +9,7 @@
 #include "executor/task.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace sluice::host {
@@ -53,6 +54,21 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
   size_t n = count;
   bool owned = false;  // s.values[0, n) were made by a map_values: released here
   size_t node = head;
+  // A sample of the calls is timed, as deliver_to does: the head's there (the whole chain
+  // and what follows, as its process would be), a later node's here (its own call only).
+  auto call = [&](NodeRuntime& op, auto&& callback) {
+    const bool timed = node != head && op.counters->sample_latency();
+    const auto t0 =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const sl_status status = invoke(node, "process", callback);
+    if (timed) {
+      op.counters->record_latency(
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - t0)
+                                    .count()));
+    }
+    return status;
+  };
   for (;;) {
     NodeRuntime& op = nodes_[node];
     if (op.vt->map_values != nullptr) {
@@ -60,7 +76,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
       // is one vectorised pass (a store per field was half of run_chain's time).
       s.next.resize(n);
       std::memset(s.next.data(), 0, n * sizeof(sl_value));
-      const sl_status status = invoke(node, "process", [&] {
+      const sl_status status = call(op, [&] {
         return op.vt->map_values(op.self, &op.ctx, s.values.data(), n, s.next.data());
       });
       if (owned) release_all(s.values, n);
@@ -69,7 +85,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
       owned = true;
     } else {
       s.keep.resize(n);
-      const sl_status status = invoke(node, "process", [&] {
+      const sl_status status = call(op, [&] {
         return op.vt->select_values(op.self, &op.ctx, s.values.data(), n, s.keep.data());
       });
       if (status != SL_OK) {

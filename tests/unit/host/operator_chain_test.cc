@@ -149,6 +149,7 @@ class OperatorChainTest : public ::testing::Test {
     Status status;
     std::map<std::string, std::vector<std::string>> sinks;
     std::map<std::string, std::pair<uint64_t, uint64_t>> counters;  // id → (in, out)
+    std::map<std::string, uint64_t> timed_calls;  // id → batch-latency observations
   };
   Outcome run(const std::string& toml) {
     g_sink.clear();
@@ -163,6 +164,7 @@ class OperatorChainTest : public ::testing::Test {
     if (o.status.is_ok()) o.status = task.run();
     for (const NodeRuntime& n : task.nodes()) {
       o.counters[n.id] = {n.counters->messages_in.load(), n.counters->messages_out.load()};
+      for (const auto& bucket : n.counters->latency_buckets) o.timed_calls[n.id] += bucket.load();
     }
     o.sinks = g_sink;
     return o;
@@ -188,6 +190,10 @@ TEST_F(OperatorChainTest, ChainedNodesGiveWhatProcessGives) {
   EXPECT_EQ(chained.counters["big"], std::make_pair(uint64_t{50}, uint64_t{48}));
   EXPECT_EQ(chained.counters["last"], std::make_pair(uint64_t{48}, uint64_t{48}));
   EXPECT_EQ(chained.counters["out"].first, 48u);
+  // Every node of the chain has its batch latency sampled, not only the chain's first.
+  for (const char* id : {"inc", "big", "text", "nonempty", "last"}) {
+    EXPECT_GT(chained.timed_calls[id], 0u) << id;
+  }
 }
 
 TEST_F(OperatorChainTest, BareValuesFromEmitValuesGoStraightIntoAChain) {
