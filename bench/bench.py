@@ -345,8 +345,12 @@ def kafka_latency(v, b, p, tmp, env, raw, sluiced):
     if group and not wait_for_log(lat_log, "assigned:", 60):  # the mock takes seconds
         raise RuntimeError(f"kafka {v}: no partitions assigned within 60 s")
     time.sleep(1)
+    # linger.ms = 5 (librdkafka's default, as every client here): with 0 each message is its
+    # own message set, and the test broker (librdkafka's mock) slows down as a partition's
+    # message sets pile up (p99 3.2 s at 10,000 msg/s for 10 s on 64 partitions, 10.6 s on
+    # 8; with 5 ms on 8 partitions 31 ms; docs/PERFORMANCE.md, benchmark 3).
     run_json([raw, "produce", "--brokers", b, "--topic", f"lat-in-{v}", "--count", str(count),
-              "--rate", str(p["lat_rate"]), "-X", "linger.ms=0"], 600)
+              "--rate", str(p["lat_rate"]), "-X", "linger.ms=5"], 600)
     lat = json.loads(measure.communicate(timeout=p["lat_s"] + 90)[0].strip())
     pipeline.send_signal(signal.SIGTERM)
     pipeline.wait(timeout=60)
@@ -368,7 +372,10 @@ def kafka_bench(build, p, tmp):
     # old data past 5 MiB per partition, so the broker's memory stays bounded).
     topics = [("in", parts)]
     for v in KAFKA_VARIANTS:
-        topics += [(f"out-{v}", parts), (f"lat-in-{v}", parts), (f"lat-out-{v}", parts)]
+        # The latency topics hold lat_rate * lat_s messages (1 MB full size): 8 partitions
+        # keep each partition's message sets few for the test broker (see kafka_latency).
+        lat_parts = min(parts, 8)
+        topics += [(f"out-{v}", parts), (f"lat-in-{v}", lat_parts), (f"lat-out-{v}", lat_parts)]
     broker = Broker(broker_exe, topics)
     env = dict(os.environ, SLUICE_PLUGIN_PATH=plugin_dir)
     runs = {v: [] for v in KAFKA_VARIANTS}
@@ -404,8 +411,9 @@ def kafka_bench(build, p, tmp):
     log("msgs/s from the first output message to the end (exit; with a group: SIGTERM once "
         "the output is complete, then the exit, i.e. the final checkpoint and commit);")
     log("cpu: CPU time of the pipeline process (all threads) per message, median; "
-        f"latency p50/p99 at {p['lat_rate']} msg/s, producer send time -> arrival in the "
-        "output (fetch.wait.max.ms = 10 on every consumer)")
+        f"latency p50/p99 at {p['lat_rate']} msg/s for {p['lat_s']} s on topics of "
+        f"{min(parts, 8)} partitions, producer send time -> arrival in the output "
+        "(fetch.wait.max.ms = 10 on every consumer)")
     log(f"{'variant':12} {'msgs/s':>10} {'cpu us':>7} {'start s':>8} {'p50 ms':>8} "
         f"{'p99 ms':>8}  {'ratio':>18}  target")
     for v, r in results.items():
