@@ -226,59 +226,68 @@ Result<ToKafka::Record> ToKafka::make_record(const sl_message& m, bool hold) con
   return rec;
 }
 
-Result<bool> ToKafka::produce(Record& rec) {
-  HeadersPtr headers = value_to_headers(ValueRef(rec.headers_ref));
-  const bool copy = !rec.held || rec.bytes.size() <= k_copy_max_bytes;
+Result<bool> ToKafka::produce_va(std::string_view value, bool copy,
+                                 std::optional<std::string_view> key, HeadersPtr& headers,
+                                 int64_t timestamp_ms, void* opaque) {
   std::array<rd_kafka_vu_t, 7> vu{};
   size_t n = 0;
   vu[n].vtype = RD_KAFKA_VTYPE_RKT;
   vu[n++].u.rkt = rkt_;
   vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
-  vu[n].u.mem.ptr = const_cast<char*>(rec.bytes.data());  // copied, or borrowed until the report
-  vu[n++].u.mem.size = rec.bytes.size();
+  vu[n].u.mem.ptr = const_cast<char*>(value.data());  // copied, or borrowed until the report
+  vu[n++].u.mem.size = value.size();
   if (copy) {
     vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
     vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
   }
-  if (rec.has_key) {
+  if (key) {
     vu[n].vtype = RD_KAFKA_VTYPE_KEY;  // librdkafka copies keys
-    vu[n].u.mem.ptr = const_cast<char*>(rec.key.data());
-    vu[n++].u.mem.size = rec.key.size();
+    vu[n].u.mem.ptr = const_cast<char*>(key->data());
+    vu[n++].u.mem.size = key->size();
   }
   if (headers) {
     vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
     vu[n++].u.headers = headers.get();
   }
-  if (rec.timestamp_ms > 0) {
+  if (timestamp_ms > 0) {
     vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
-    vu[n++].u.i64 = rec.timestamp_ms;
+    vu[n++].u.i64 = timestamp_ms;
   }
-  // The report's opaque (see delivery_report): the node (bit 0 set) or the kept Record.
-  std::unique_ptr<Record> kept;
-  if (!copy) kept = std::make_unique<Record>(std::move(rec));
   vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
-  vu[n++].u.ptr = copy ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | 1U)
-                       : static_cast<void*>(kept.get());
-  auto give_back = [&] {
-    if (kept) rec = std::move(*kept);
-  };
-  if (exactly_once_ && !txn_open_) {
-    if (Status st = begin_transaction(); !st.is_ok()) {
-      give_back();
-      return st;
-    }
-  }
+  vu[n++].u.ptr = opaque;
+  if (exactly_once_ && !txn_open_) SLUICE_SDK_RETURN_IF_ERROR(begin_transaction());
   ErrorPtr e(rd_kafka_produceva(rk_, vu.data(), n));
   if (!e) {
     static_cast<void>(headers.release());  // librdkafka owns them now
-    static_cast<void>(kept.release());     // until its delivery report
     ++in_flight_;
     return true;
   }
-  give_back();
   if (rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR__QUEUE_FULL) return false;
   return unavailable("to_kafka: cannot produce to topic '" + topic_ +
                      "': " + rd_kafka_error_string(e.get()));
+}
+
+void* ToKafka::node_opaque() {
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | 1U);
+}
+
+Result<bool> ToKafka::produce(Record& rec) {
+  HeadersPtr headers = value_to_headers(ValueRef(rec.headers_ref));
+  const bool copy = !rec.held || rec.bytes.size() <= k_copy_max_bytes;
+  // The report's opaque (see delivery_report): the node (bit 0 set) or the kept Record,
+  // which then owns the bytes librdkafka borrows (moving it keeps them where they are).
+  std::unique_ptr<Record> kept;
+  if (!copy) kept = std::make_unique<Record>(std::move(rec));
+  const Record& r = kept ? *kept : rec;
+  Result<bool> taken =
+      produce_va(r.bytes, copy, r.has_key ? std::optional(r.key) : std::nullopt, headers,
+                 r.timestamp_ms, kept ? static_cast<void*>(kept.get()) : node_opaque());
+  if (taken.is_ok() && *taken) {
+    static_cast<void>(kept.release());  // until its delivery report
+    return true;
+  }
+  if (kept) rec = std::move(*kept);  // not taken: the caller keeps it
+  return taken;
 }
 
 Status ToKafka::drain_pending(Context ctx) {
@@ -304,41 +313,12 @@ Result<ToKafka::Copied> ToKafka::produce_copied(const sl_message& m) {
   const std::string_view bytes = value.as_str();
   if (bytes.size() > k_copy_max_bytes) return Copied::not_applicable;
   HeadersPtr headers = value_to_headers(ValueRef(m.headers));
-  std::array<rd_kafka_vu_t, 7> vu;  // only the first n are read
-  size_t n = 0;
-  vu[n].vtype = RD_KAFKA_VTYPE_RKT;
-  vu[n++].u.rkt = rkt_;
-  vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
-  vu[n].u.mem.ptr = const_cast<char*>(bytes.data());  // copied by librdkafka
-  vu[n++].u.mem.size = bytes.size();
-  vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-  vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
-  if (!key.is_null()) {
-    const std::string_view k = key.as_str();
-    vu[n].vtype = RD_KAFKA_VTYPE_KEY;  // librdkafka copies keys
-    vu[n].u.mem.ptr = const_cast<char*>(k.data());
-    vu[n++].u.mem.size = k.size();
-  }
-  if (headers) {
-    vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
-    vu[n++].u.headers = headers.get();
-  }
-  if (m.timestamp_ns != SL_NO_TIMESTAMP && m.timestamp_ns / 1'000'000 > 0) {
-    vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
-    vu[n++].u.i64 = m.timestamp_ns / 1'000'000;
-  }
-  vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;  // the node, bit 0 set: see delivery_report
-  vu[n++].u.ptr = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | 1U);
-  if (exactly_once_ && !txn_open_) SLUICE_SDK_RETURN_IF_ERROR(begin_transaction());
-  ErrorPtr e(rd_kafka_produceva(rk_, vu.data(), n));
-  if (!e) {
-    static_cast<void>(headers.release());  // librdkafka owns them now
-    ++in_flight_;
-    return Copied::taken;
-  }
-  if (rd_kafka_error_code(e.get()) == RD_KAFKA_RESP_ERR__QUEUE_FULL) return Copied::queue_full;
-  return unavailable("to_kafka: cannot produce to topic '" + topic_ +
-                     "': " + rd_kafka_error_string(e.get()));
+  const int64_t timestamp_ms = m.timestamp_ns != SL_NO_TIMESTAMP ? m.timestamp_ns / 1'000'000 : 0;
+  SLUICE_SDK_ASSIGN_OR_RETURN(
+      const bool taken,
+      produce_va(bytes, true, key.is_null() ? std::nullopt : std::optional(key.as_str()), headers,
+                 timestamp_ms, node_opaque()));
+  return taken ? Copied::taken : Copied::queue_full;
 }
 
 Status ToKafka::process_one(Context ctx, uint32_t /*input*/, const sl_message& m) {

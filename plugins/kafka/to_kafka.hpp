@@ -120,6 +120,14 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   sdk::Result<Record> make_record(const sl_message& m, bool hold) const;
   /// Hands `rec` to librdkafka; QUEUE_FULL leaves it with the caller (returns false).
   sdk::Result<bool> produce(Record& rec);
+  /// One rd_kafka_produceva call, shared by both produce paths: `value` copied when `copy`,
+  /// else borrowed until the delivery report; the transaction begun first under
+  /// exactly-once. true: produced (librdkafka owns `headers`); false: its queue is full.
+  sdk::Result<bool> produce_va(std::string_view value, bool copy,
+                               std::optional<std::string_view> key, HeadersPtr& headers,
+                               int64_t timestamp_ms, void* opaque);
+  /// The delivery-report opaque of a message that needs no kept Record: this node, bit 0 set.
+  void* node_opaque();
   enum class Copied { taken, queue_full, not_applicable };
   /// The per-element fast path: produces `m` straight from its bytes, copied by librdkafka,
   /// when its value is a string or bytes of at most k_copy_max_bytes and its key (the message
