@@ -182,22 +182,12 @@ Map::Map(Context ctx, const Config& cfg)
     : fn_(bind_element_function(ctx, cfg, "function")),
       kernel_(IntKernel::of(cfg.get_value("function"))) {}
 
-bool Map::process_ints(Batch batch) {
-  messages_.resize(batch.size());
-  sl_message* out = messages_.data();
-  for (const sl_message& m : batch) {
-    *out = m;  // key, headers, timestamp borrowed from m; the value is an int or a bool
-    if (m.value.kind != SL_KIND_INT || !kernel_->apply(m.value.as.i, out->value)) return false;
-    ++out;
-  }
-  return true;
-}
-
 Status Map::process(Context ctx, uint32_t /*input*/, Batch batch) {
-  if (kernel_ && process_ints(batch)) return ctx.emit(messages_);
+  // The chained form over the batch's values, then each result in its message.
   gather_values(batch, in_);
-  out_.resize(batch.size());
-  SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in_, out_));
+  out_.clear();
+  out_.resize(batch.size());  // null slots, as map_values expects
+  SLUICE_SDK_RETURN_IF_ERROR(map_values(ctx, in_, out_));
   messages_.clear();
   messages_.reserve(batch.size());
   size_t i = 0;
@@ -211,8 +201,8 @@ Status Map::process(Context ctx, uint32_t /*input*/, Batch batch) {
 }
 
 Status Map::map_values(Context /*ctx*/, std::span<const sl_value> in, std::span<Value> out) {
-  // The slots are null Values (the SDK's trampoline), and Value has sl_value's layout:
-  // the kernel writes ints and bools into them, which own nothing.
+  // The slots are null on entry (the ABI; process resizes out_ from empty), and Value has
+  // sl_value's layout: the kernel writes ints and bools into them, which own nothing.
   if (kernel_ && kernel_->map(in.data(), in.size(), reinterpret_cast<sl_value*>(out.data()))) {
     return {};
   }
@@ -226,33 +216,16 @@ Filter::Filter(Context ctx, const Config& cfg) {
   }
 }
 
-bool Filter::process_ints(Batch batch) {
-  kept_.clear();
-  for (const sl_message& m : batch) {
-    sl_value r = sl_null();
-    if (m.value.kind != SL_KIND_INT || !kernel_->apply(m.value.as.i, r)) return false;
-    if (r.as.i != 0) kept_.push_back(m);  // truthy: a true bool or a non-zero int
-  }
-  return true;
-}
-
 Status Filter::process(Context ctx, uint32_t /*input*/, Batch batch) {
-  if (kernel_ && process_ints(batch)) return kept_.empty() ? Status() : ctx.emit(kept_);
-  if (fn_) {
-    gather_values(batch, in_);
-    out_.resize(batch.size());
-    SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in_, out_));
-  }
+  // The chained form over the batch's values, then the kept messages.
+  gather_values(batch, in_);
+  keep_.resize(batch.size());
+  SLUICE_SDK_RETURN_IF_ERROR(select_values(ctx, in_, keep_));
   kept_.clear();
-  size_t i = 0;
-  for (const sl_message& m : batch) {
-    const bool keep = fn_ ? out_[i].truthy() : ValueRef(m.value).truthy();
-    ++i;
-    if (keep) kept_.push_back(m);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (keep_[i] != 0) kept_.push_back(batch[i]);
   }
-  out_.clear();
-  if (kept_.empty()) return {};
-  return ctx.emit(kept_);
+  return kept_.empty() ? Status() : ctx.emit(kept_);
 }
 
 Status Filter::select_values(Context /*ctx*/, std::span<const sl_value> in,

@@ -64,10 +64,6 @@ class Map final : public sdk::Operator {
   sdk::Status map_values(sdk::Context ctx, std::span<const sl_value> in, std::span<sdk::Value> out);
 
  private:
-  /// The whole batch through kernel_ into messages_; false (messages_ unusable) as soon
-  /// as one element needs the bound function.
-  bool process_ints(sdk::Batch batch);
-
   sdk::Function fn_;
   std::optional<IntKernel> kernel_;
   std::vector<sl_value> in_;  // per-batch scratch, reused
@@ -96,14 +92,11 @@ class Filter final : public sdk::Operator {
                             std::span<uint8_t> keep);
 
  private:
-  /// The kept messages of the batch through kernel_ into kept_; false (kept_ unusable)
-  /// as soon as one element needs the bound function.
-  bool process_ints(sdk::Batch batch);
-
   sdk::Function fn_;  // empty: test the elements themselves
   std::optional<IntKernel> kernel_;
   std::vector<sl_value> in_;
   std::vector<sdk::Value> out_;
+  std::vector<uint8_t> keep_;
   std::vector<sl_message> kept_;
 };
 
