@@ -262,30 +262,22 @@ std::string map10_toml() {
   return t;
 }
 
+// sliding_window(10) -> map, the map's function given as its TOML line.
+std::string window_toml(const std::string& function_line) {
+  return "[operators.win]\ntype = \"sliding_window\"\ninputs = [\"src\"]\nn = 10\n"
+         "[operators.last]\ntype = \"map\"\ninputs = [\"win\"]\n" +
+         function_line + "\n";
+}
+
 // streamz's map(sum): core_ops' sum with one argument sums an array, as Python's sum().
-const Pipeline k_window{"window10_sum", 2, false, R"(
-[operators.win]
-type = "sliding_window"
-inputs = ["src"]
-n = 10
-[operators.last]
-type = "map"
-inputs = ["win"]
-function = "sum"
-)"};
+const Pipeline k_window{"window10_sum", 2, false, window_toml("function = \"sum\"")};
 
 // The same with the sum written in Lua (the cost of the Lua bridge: each window is
 // converted to a Lua table). Compared with the loop and streamz of window10_sum.
-const Pipeline k_window_lua{"window10_lua", 2, false, R"(
-[operators.win]
-type = "sliding_window"
-inputs = ["src"]
-n = 10
-[operators.last]
-type = "map"
-inputs = ["win"]
-lua = "function(w) local t = 0 for i = 1, #w do t = t + w[i] end return t end"
-)"};
+const Pipeline k_window_lua{
+    "window10_lua", 2, false,
+    window_toml(
+        R"(lua = "function(w) local t = 0 for i = 1, #w do t = t + w[i] end return t end")")};
 
 const Pipeline k_wordcount{"wordcount", 3, true, R"(
 [operators.words]
