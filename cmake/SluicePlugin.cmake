@@ -20,8 +20,13 @@ function(sluice_add_plugin name)
   # A plugin must not depend on symbols from the host executable, and exports
   # only its entry point (the version script also hides libstdc++'s unique
   # symbols, which would otherwise keep the library from ever unloading).
-  target_link_options(${name} PRIVATE -Wl,--no-undefined
+  target_link_options(${name} PRIVATE
                       -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/sluice_plugin.map)
+  # clang links no sanitizer runtime into shared objects: under SLUICE_FUZZ the __asan_*
+  # symbols come from the fuzz executable that loads the plugin.
+  if(NOT SLUICE_FUZZ)
+    target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  endif()
   set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/sluice_plugin.map)
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${name} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/sluice/plugins

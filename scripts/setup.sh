@@ -9,7 +9,7 @@ packages=(
   libboost-dev librdkafka-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsystemd-dev liblua5.4-dev libcli11-dev
   libsimdjson-dev
-  kcat clang-format clang-tidy
+  kcat clang-format clang-tidy clang libclang-rt-14-dev
   python3-streamz valgrind
   systemd dpkg-dev chromium chromium-driver
 )
