@@ -251,7 +251,7 @@ void Coordinator::trigger() {
 }
 
 void Coordinator::start_epoch(bool final) {
-  running_.emplace();
+  running_ = Running{};  // not emplace(): clang 14 misjudges a nested type's default constructor
   Running& r = *running_;
   r.epoch = next_epoch_++;
   r.final = final;

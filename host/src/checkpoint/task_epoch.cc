@@ -36,7 +36,9 @@ void Task::begin_checkpoint(uint64_t epoch, bool final, EpochDone done) {
                                                              epoch_->epoch, options_.task_index)));
       return;
     }
-    epoch_.emplace();
+    // Not emplace(): clang before 16 judges the nested Epoch not default-constructible
+    // inside Task (its member initialisers), which the fuzz build's clang 14 is.
+    epoch_ = Epoch{};
     epoch_->epoch = epoch;
     epoch_->final = final;
     epoch_->done = std::move(done);
@@ -173,9 +175,9 @@ Result<bool> Task::recover_checkpoint(uint64_t epoch, const NodeStates& states) 
     if (!n.created || !n.vt->checkpoint_recover) continue;
     int32_t committed = 1;
     n.error.clear();
-    sl_status st = guarded(n.error, [&] {
-      return n.vt->checkpoint_recover(n.self, &n.ctx, epoch, state.raw(), &committed);
-    });
+    const sl_value raw = state.raw();  // a structured binding: clang 14 cannot capture it
+    sl_status st = guarded(
+        n.error, [&] { return n.vt->checkpoint_recover(n.self, &n.ctx, epoch, raw, &committed); });
     if (st != SL_OK) {
       fail(*index, "checkpoint_recover", st);
       return *failure_;

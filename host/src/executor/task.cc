@@ -507,8 +507,9 @@ Status Task::restore_states(const std::vector<std::pair<std::string, Value>>& st
       return Status(SL_FAILED_PRECONDITION,
                     fmt::format("node '{}' ({}) cannot restore state", id, n.type));
     }
-    if (invoke(*index, "restore", [&] { return n.vt->restore(n.self, &n.ctx, state.raw()); }) !=
-        SL_OK) {
+    // Not captured as a structured binding: clang before 16 cannot (the fuzz build's).
+    const sl_value raw = state.raw();
+    if (invoke(*index, "restore", [&] { return n.vt->restore(n.self, &n.ctx, raw); }) != SL_OK) {
       return *failure_;
     }
   }
