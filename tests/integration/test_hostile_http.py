@@ -376,10 +376,10 @@ class AdminTest(HostileMixin, SluiceTestCase):
         needed = open_fds(probe.pid)
         probe.send_signal(signal.SIGTERM)
         probe.wait(30)
-        proc, port, err = self.start(nofile=needed + 8)
+        proc, port, err = self.start(nofile=needed + 12)  # a margin for start-up
         clients = []
         try:
-            for _ in range(40):
+            for _ in range(60):
                 clients.append(socket.create_connection(("127.0.0.1", port), timeout=10))
             self.assertTrue(wait_for(lambda: "Too many open files" in self.read(err), 10),
                             self.read(err))

@@ -5,7 +5,7 @@
 // Requests are read by the net plugin's HttpRequestReader (plugins/net/http_request_reader.hpp,
 // shared with from_http_server and the fuzz target): header, each chunk line and the
 // trailers <= 16 KiB each (else 431), body <= 64 KiB (else 413), obs-fold or a missing
-// Host in HTTP/1.1 is 400; each answer closes the connection. Nothing a client sends, and
+// Host in HTTP/1.1 is 400; a refusal closes the connection. Nothing a client sends, and
 // nothing the handler throws, leaves the server: a failing handler answers 500.
 //
 // Limits: at most k_max_connections (64) connections; at the limit a new client takes the
