@@ -125,8 +125,16 @@ class HttpRequestReader {
         header_reported_ = false;
         header_seen_ = 0;
         after_newline_ = false;
+        stalled_ = false;
       }
       if (in_.empty()) return Step::need_more;
+      // Beast asserts (basic_parser.ipp, parse_chunk_header) that it is called again for a
+      // final chunk it could not finish with at least 5 bytes ("0\r\n" and more). Every
+      // chunked request ends with 5 or more unconsumed bytes ("0\r\n\r\n"), so waiting for
+      // them after a call that used nothing cannot stall a complete request.
+      if (stalled_ && in_.size() < 5 && parser_->is_header_done() && parser_->chunked()) {
+        return Step::need_more;
+      }
       const bool in_header = !parser_->is_header_done();
       boost::beast::error_code ec;
       const size_t used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
@@ -155,6 +163,7 @@ class HttpRequestReader {
         }
       }
       in_.erase(0, used);
+      stalled_ = used == 0;
       if (parser_->is_done()) {
         ready_ = true;
         return Step::request;
@@ -207,6 +216,7 @@ class HttpRequestReader {
   bool header_reported_ = false;
   size_t header_seen_ = 0;      // header bytes the parser consumed (current request)
   bool after_newline_ = false;  // the last header byte consumed was '\n'
+  bool stalled_ = false;        // the last put() used no byte
   bool ready_ = false;
   int status_ = 0;
   std::string message_;
