@@ -2,31 +2,40 @@
 // request_parser over the connection's own buffer (no Beast streams: the socket is driven
 // by the task's io_watch).
 //
-// Flow of one request: bytes are read into Conn::in and fed to the parser; a complete
-// request on `path` with POST/PUT either gets 503 (max_pending bodies already wait) or
-// joins pending_, and the connection stops reading (pipelined requests wait) until poll()
-// emitted the body and queued the 200. Answers are written at once when the socket takes
-// them, else a write watch finishes them. Memory: max_connections connections, each with at
-// most one request (headers <= 16 KiB, body <= max_body_bytes), and max_pending bodies.
+// Flow of one request: bytes are read and fed to the connection's HttpRequestReader
+// (http_request_reader.hpp: Beast plus the bounds Beast leaves out); a complete request on
+// `path` with POST/PUT either gets 503 (max_pending bodies already wait) or joins pending_,
+// and the connection stops reading (pipelined requests wait) until poll() emitted the body
+// and queued the 200. Answers are written at once when the socket takes them, else a write
+// watch finishes them. Memory: max_connections connections, each with at most one request
+// (header, each chunk line and the trailers <= 16 KiB each, body <= max_body_bytes), and
+// max_pending bodies.
+//
+// Time: a sweep timer closes connections whose header is not complete header_timeout_ms
+// after its first byte, and those idle (between requests, or a body or an answer making no
+// progress) for idle_timeout_ms. At max_connections a new client takes the place of the
+// connection idle the longest (no request in progress), so idle clients cannot lock others
+// out; only when every connection is busy do new clients wait in the listen backlog.
 #include <sluice/sluice.hpp>
 
+#include "http_request_reader.hpp"
 #include "net.hpp"
 
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/core/string.hpp>
 
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <optional>
+#include <chrono>
+#include <exception>
 #include <system_error>
 
 namespace sluice::net {
 
 namespace http = boost::beast::http;
+using Clock = std::chrono::steady_clock;
 using sdk::Config;
 using sdk::Context;
 using sdk::Result;
@@ -37,9 +46,10 @@ using sdk::Value;
 namespace {
 
 constexpr size_t k_chunk = size_t{64} * 1024;
-constexpr uint32_t k_header_limit = 16 * 1024;
-// After answering 413 the rest of the body is read and dropped (closing with unread input
-// would reset the connection and could destroy the answer before the client reads it),
+constexpr size_t k_header_limit = size_t{16} * 1024;
+constexpr uint64_t k_sweep_timer = 1;  // timer 0 is ServerSource's accept retry
+// After refusing a request (400, 413, 431) the rest of the input is read and dropped (closing with
+// unread input would reset the connection and could destroy the answer before the client reads it),
 // but only this much.
 constexpr size_t k_max_discard = size_t{4} * 1024 * 1024;
 
@@ -53,6 +63,7 @@ const char* reason_of(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
     default: return "Error";
   }
@@ -61,17 +72,24 @@ const char* reason_of(int status) {
 }  // namespace
 
 struct FromHttpServer::Conn {
+  Conn(uint64_t id_, int fd_, uint64_t max_body)
+      : id(id_), fd(fd_), reader(HttpLimits{k_header_limit, max_body}) {}
   uint64_t id = 0;
   int fd = -1;
-  std::string in;   // received, not yet parsed
-  std::string out;  // answer bytes not yet written
-  std::optional<http::request_parser<http::string_body>> parser;
-  bool waiting = false;      // its body is in pending_: no further request is handled
-  bool keep_alive = true;    // of the request being answered
-  bool close_after = false;  // close once `out` is written
-  bool discarding = false;   // after 413: read and drop input until EOF
+  HttpRequestReader reader;
+  std::string out;                  // answer bytes not yet written
+  Clock::time_point request_start;  // first byte of the request being read
+  Clock::time_point last_activity;  // accepted, or the last byte read or written
+  bool waiting = false;             // its body is in pending_: no further request is handled
+  bool keep_alive = true;           // of the request being answered
+  bool close_after = false;         // close once `out` is written
+  bool discarding = false;          // after 413: read and drop input until EOF
   size_t discarded = 0;
-  bool sent_continue = false;  // "100 Continue" already sent for the current request
+
+  // No request in progress and nothing to write: the first to close at max_connections.
+  [[nodiscard]] bool idle() const noexcept {
+    return reader.between_requests() && out.empty() && !waiting && !close_after && !discarding;
+  }
 };
 
 FromHttpServer::FromHttpServer(const sl_node_init& init) : FromHttpServer(init, config_of(init)) {}
@@ -82,6 +100,8 @@ FromHttpServer::FromHttpServer(const sl_node_init& init, const Config& cfg)
       format_(static_cast<Format>(cfg.get_choice("format", {"text", "bytes", "json"}))),
       max_body_(0),
       max_pending_(0),
+      header_timeout_(0),
+      idle_timeout_(0),
       chunk_(k_chunk) {
   if (path_.empty() || path_[0] != '/') {
     cfg.fail("path", "must start with '/' (got \"" + path_ + "\")");
@@ -95,19 +115,91 @@ FromHttpServer::FromHttpServer(const sl_node_init& init, const Config& cfg)
     cfg.fail("max_pending", "must be at least 1 (got " + std::to_string(pending) + ")");
   }
   max_pending_ = static_cast<size_t>(pending);
+  const int64_t header_ms = cfg.get_int("header_timeout_ms");
+  if (header_ms < 1) {
+    cfg.fail("header_timeout_ms", "must be at least 1 (got " + std::to_string(header_ms) + ")");
+  }
+  header_timeout_ = std::chrono::milliseconds(header_ms);
+  const int64_t idle_ms = cfg.get_int("idle_timeout_ms");
+  if (idle_ms < 1) {
+    cfg.fail("idle_timeout_ms", "must be at least 1 (got " + std::to_string(idle_ms) + ")");
+  }
+  idle_timeout_ = std::chrono::milliseconds(idle_ms);
 }
 
 FromHttpServer::~FromHttpServer() { close_all(); }
 
 Status FromHttpServer::accepted(Context ctx, uint64_t id, int fd) {
-  auto c = std::make_unique<Conn>();
-  c->id = id;
-  c->fd = fd;
+  auto c = std::make_unique<Conn>(id, fd, max_body_);
+  c->last_activity = Clock::now();
   conns_.emplace(id, std::move(c));
+  if (!sweeping_) {
+    sweeping_ = true;
+    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_sweep_timer, sweep_period()));
+  }
   return ctx.io_watch(fd, SL_IO_READ, id);
 }
 
+bool FromHttpServer::has_idle_connection() const noexcept {
+  return std::any_of(conns_.begin(), conns_.end(), [](const auto& e) { return e.second->idle(); });
+}
+
+bool FromHttpServer::close_idlest(Context ctx) {
+  Conn* idlest = nullptr;
+  for (auto& [id, c] : conns_) {
+    if (c->idle() && (!idlest || c->last_activity < idlest->last_activity)) idlest = c.get();
+  }
+  if (!idlest) return false;
+  warn_sometimes(ctx, evicted_, "max_connections reached: closed the connection idle the longest");
+  close_conn(ctx, idlest->id);
+  return true;
+}
+
+std::chrono::milliseconds FromHttpServer::sweep_period() const noexcept {
+  return std::clamp(std::min(header_timeout_, idle_timeout_) / 4, std::chrono::milliseconds(20),
+                    std::chrono::milliseconds(1000));
+}
+
+Status FromHttpServer::on_timer(Context ctx, uint64_t timer_id) {
+  if (timer_id != k_sweep_timer) return ServerSource::on_timer(ctx, timer_id);
+  const Clock::time_point now = Clock::now();
+  std::vector<uint64_t> expired;
+  for (const auto& [id, c] : conns_) {
+    if (c->waiting) continue;  // the pipeline holds it, not the client
+    const bool header = c->reader.reading_header() && c->out.empty();
+    const Clock::time_point deadline =
+        header ? c->request_start + header_timeout_ : c->last_activity + idle_timeout_;
+    if (now >= deadline) expired.push_back(id);
+  }
+  for (uint64_t id : expired) {
+    auto it = conns_.find(id);
+    const bool header = it->second->reader.reading_header() && it->second->out.empty();
+    warn_sometimes(ctx, header ? header_timeouts_ : idle_timeouts_,
+                   header ? "closed a connection whose request header was not complete within "
+                            "header_timeout_ms"
+                          : "closed a connection idle for idle_timeout_ms");
+    close_conn(ctx, id);
+  }
+  sweeping_ = !conns_.empty();
+  if (sweeping_) return ctx.timer_start(k_sweep_timer, sweep_period());
+  return {};
+}
+
 Status FromHttpServer::connection_ready(Context ctx, uint64_t id, uint32_t ready) {
+  // Nothing a client sends may fail the pipeline: a failure here (parsing throws nothing,
+  // so only memory or a bug) costs this connection only.
+  try {
+    return serve(ctx, id, ready);
+  } catch (const std::exception& e) {
+    warn_sometimes(ctx, failures_, std::string("closed a connection after an error: ") + e.what());
+  } catch (...) {
+    warn_sometimes(ctx, failures_, "closed a connection after an unknown error");
+  }
+  close_conn(ctx, id);
+  return {};
+}
+
+Status FromHttpServer::serve(Context ctx, uint64_t id, uint32_t ready) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return {};
   Conn& c = *it->second;
@@ -115,6 +207,7 @@ Status FromHttpServer::connection_ready(Context ctx, uint64_t id, uint32_t ready
     for (;;) {
       const ssize_t n = ::read(c.fd, chunk_.data(), chunk_.size());
       if (n > 0) {
+        c.last_activity = Clock::now();
         if (c.discarding) {
           c.discarded += static_cast<size_t>(n);
           if (c.discarded > k_max_discard) {
@@ -123,7 +216,8 @@ Status FromHttpServer::connection_ready(Context ctx, uint64_t id, uint32_t ready
           }
           continue;
         }
-        c.in.append(chunk_.data(), static_cast<size_t>(n));
+        if (c.reader.between_requests()) c.request_start = c.last_activity;
+        c.reader.feed(std::string_view(chunk_.data(), static_cast<size_t>(n)));
         break;  // parse what came before reading more
       }
       if (n < 0 && errno == EINTR) continue;
@@ -145,6 +239,7 @@ Status FromHttpServer::advance(Context ctx, uint64_t id) {
       const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
       if (n > 0) {
         c.out.erase(0, static_cast<size_t>(n));
+        c.last_activity = Clock::now();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -163,6 +258,7 @@ Status FromHttpServer::advance(Context ctx, uint64_t id) {
       c.close_after = false;
     }
     if (c.waiting) return {};  // poll() resumes it after emitting the body
+    if (c.idle()) connection_idle(ctx);
     if (starving || c.discarding) return ctx.io_watch(c.fd, SL_IO_READ, id);
     // Otherwise parsing stopped for an answer now written: pipelined requests go next.
   }
@@ -170,51 +266,35 @@ Status FromHttpServer::advance(Context ctx, uint64_t id) {
 
 bool FromHttpServer::parse(Conn& c) {
   while (!c.waiting && c.out.empty() && !c.close_after && !c.discarding) {
-    if (c.in.empty()) return true;
-    if (!c.parser) {
-      c.parser.emplace();
-      c.parser->header_limit(k_header_limit);
-      c.parser->body_limit(max_body_);
-      c.parser->eager(true);
-      c.sent_continue = false;
-    }
-    boost::beast::error_code ec;
-    const size_t used = c.parser->put(boost::asio::buffer(c.in.data(), c.in.size()), ec);
-    c.in.erase(0, used);
-    if (ec == http::error::need_more) ec = {};  // handled by the checks below
-    if (ec == http::error::body_limit) {
-      respond(c, 413, "body larger than max_body_bytes (" + std::to_string(max_body_) + ")\n",
-              true);
-      c.discarding = true;
-      c.in.clear();
-      return false;
-    }
-    if (ec) {
-      respond(c, 400, "malformed request: " + ec.message() + "\n", true);
-      return false;
-    }
-    if (c.parser->is_done()) {
-      handle_request(c);
-      continue;
-    }
-    // Expect: 100-continue: answer the header before the client sends the body.
-    if (c.parser->is_header_done() && !c.sent_continue) {
-      c.sent_continue = true;
-      const auto& req = c.parser->get();
-      auto expect = req.find(http::field::expect);
-      if (expect != req.end() && boost::beast::iequals(expect->value(), "100-continue")) {
-        c.out = "HTTP/1.1 100 Continue\r\n\r\n";
+    switch (c.reader.next()) {
+      case HttpRequestReader::Step::need_more: return true;
+      case HttpRequestReader::Step::header: {
+        // Expect: 100-continue: answer the header before the client sends the body.
+        const auto& req = c.reader.header();
+        auto expect = req.find(http::field::expect);
+        if (expect != req.end() && boost::beast::iequals(expect->value(), "100-continue")) {
+          c.out = "HTTP/1.1 100 Continue\r\n\r\n";
+          return false;
+        }
+        break;
+      }
+      case HttpRequestReader::Step::request: handle_request(c); break;
+      case HttpRequestReader::Step::error: {
+        const int status = c.reader.status();
+        warn_sometimes(ctx_, refused_, "refused a request: " + c.reader.message());
+        respond(c, status, c.reader.message() + "\n", true);
+        // Read and drop what the client still sends (at most k_max_discard): closing with
+        // unread input would reset the connection and could destroy the answer.
+        c.discarding = true;
         return false;
       }
     }
-    if (used == 0 || c.in.empty()) return true;  // the rest of the request is still to come
   }
   return false;
 }
 
 void FromHttpServer::handle_request(Conn& c) {
-  http::request<http::string_body> req = c.parser->release();
-  c.parser.reset();
+  http::request<http::string_body> req = c.reader.take();
   c.keep_alive = req.keep_alive();
   std::string_view target(req.target().data(), req.target().size());
   target = target.substr(0, target.find('?'));
@@ -294,7 +374,11 @@ void FromHttpServer::close_conn(Context ctx, uint64_t id) {
   connection_closed(ctx);
 }
 
-void FromHttpServer::stop(Context /*ctx*/) { close_all(); }
+void FromHttpServer::stop(Context ctx) {
+  ctx.timer_cancel(k_sweep_timer);
+  sweeping_ = false;
+  close_all();
+}
 
 void FromHttpServer::close_all() noexcept {
   for (auto& [id, c] : conns_) {

@@ -6,6 +6,7 @@
 #include "server_source.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -100,7 +101,14 @@ class FromHttpServer final : public ServerSource {
       "method, 413 when the body exceeds `max_body_bytes` (the connection is then closed), 400 "
       "for a malformed request or a body that is not valid for `format`, and 503 with "
       "Retry-After while `max_pending` bodies wait for the pipeline (back-pressure): nothing is "
-      "buffered without bound. `Expect: 100-continue` is honoured. Port 0 picks a free port, "
+      "buffered without bound. The request header, each chunk-size line (with its extensions) "
+      "and the trailer section are limited to 16 KiB each (else 431, and the connection is "
+      "closed); obs-fold and an HTTP/1.1 request without one Host header get 400. A request "
+      "whose header is not complete `header_timeout_ms` after its first byte, and a "
+      "connection idle for `idle_timeout_ms` (between requests, or a body or an answer making "
+      "no progress), are closed. At `max_connections`, a new client takes the place of the "
+      "connection idle the longest; only when all are busy does it wait in the listen "
+      "backlog. `Expect: 100-continue` is honoured. Port 0 picks a free port, "
       "logged as \"listening on ADDRESS:PORT\". With several tasks, only task 0 listens. Not "
       "stateful. No TLS and no authentication: bind to the loopback or a trusted network.";
   static constexpr std::array k_params{
@@ -113,7 +121,14 @@ class FromHttpServer final : public ServerSource {
       sdk::param("max_body_bytes", SL_PARAM_INT, "1048576", "Largest body accepted (else 413)."),
       sdk::param("max_pending", SL_PARAM_INT, "64",
                  "Bodies waiting for the pipeline at which new ones get 503."),
-      sdk::param("max_connections", SL_PARAM_INT, "64", "Clients served at once."),
+      sdk::param("max_connections", SL_PARAM_INT, "64",
+                 "Clients served at once (at the limit the idlest connection makes room)."),
+      sdk::param("header_timeout_ms", SL_PARAM_INT, "10000",
+                 "Time from a request's first byte to the end of its header; a connection "
+                 "slower than that is closed."),
+      sdk::param("idle_timeout_ms", SL_PARAM_INT, "60000",
+                 "Time a connection may stay idle (between requests, or a body or an answer "
+                 "making no progress) before it is closed."),
   };
 
   explicit FromHttpServer(const sl_node_init& init);
@@ -123,10 +138,13 @@ class FromHttpServer final : public ServerSource {
 
   sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
   void stop(sdk::Context ctx) override;
+  sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
 
  protected:
   sdk::Status accepted(sdk::Context ctx, uint64_t id, int fd) override;
   sdk::Status connection_ready(sdk::Context ctx, uint64_t id, uint32_t ready) override;
+  [[nodiscard]] bool has_idle_connection() const noexcept override;
+  bool close_idlest(sdk::Context ctx) override;
 
  private:
   struct Conn;  // from_http_server.cc
@@ -136,6 +154,9 @@ class FromHttpServer final : public ServerSource {
   };
   enum class Format { text, bytes, json };
   FromHttpServer(const sl_node_init& init, const sdk::Config& cfg);
+  /// connection_ready's work; connection_ready turns anything thrown into a closed connection.
+  sdk::Status serve(sdk::Context ctx, uint64_t id, uint32_t ready);
+  [[nodiscard]] std::chrono::milliseconds sweep_period() const noexcept;
   /// Parses what `c` has buffered and answers complete requests, then arms the watch the
   /// connection needs next (write while an answer is unsent, else read) or closes it.
   sdk::Status advance(sdk::Context ctx, uint64_t id);
@@ -152,6 +173,14 @@ class FromHttpServer final : public ServerSource {
   Format format_;
   uint64_t max_body_;
   size_t max_pending_;
+  std::chrono::milliseconds header_timeout_;
+  std::chrono::milliseconds idle_timeout_;
+  bool sweeping_ = false;  // the sweep timer is armed
+  uint64_t refused_ = 0;   // counters for warn_sometimes
+  uint64_t failures_ = 0;
+  uint64_t evicted_ = 0;
+  uint64_t header_timeouts_ = 0;
+  uint64_t idle_timeouts_ = 0;
   std::map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::deque<Pending> pending_;  // accepted bodies waiting for poll
   std::vector<sdk::Value> batch_;

@@ -133,7 +133,13 @@ Status ServerSource::on_io(Context ctx, uint64_t watch_id, uint32_t ready) {
 
 Status ServerSource::accept_ready(Context ctx) {
   if (listen_fd_ < 0) return {};
-  while (open_ < max_connections_) {
+  for (;;) {
+    if (open_ >= max_connections_ && !has_idle_connection()) {
+      // Every connection is busy: new clients wait in the listen backlog until one closes
+      // or becomes idle.
+      accept_waiting_ = true;
+      return {};
+    }
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       const int e = errno;
@@ -141,30 +147,37 @@ Status ServerSource::accept_ready(Context ctx) {
       if (e == EAGAIN || e == EWOULDBLOCK) return arm_listener(ctx);
       // Out of descriptors or memory: the pending client waits in the backlog; retry
       // later rather than spin on a listener that stays readable.
-      ctx.log_warn(std::string(type_) +
-                   ": accept failed, retrying in 100 ms: " + std::generic_category().message(e));
+      warn_sometimes(ctx, accept_failures_,
+                     "accept failed, retrying every 100 ms: " + std::generic_category().message(e));
       accept_waiting_ = true;
+      retrying_ = true;
+      ctx.io_unwatch(k_listener_id);
       return ctx.timer_start(k_accept_retry_timer, std::chrono::milliseconds(100));
     }
+    // A client is here and the limit is reached: the connection idle the longest goes.
+    if (open_ >= max_connections_) close_idlest(ctx);
     ++open_;
     SLUICE_SDK_RETURN_IF_ERROR(accepted(ctx, next_id_++, fd));
   }
-  // At max_connections: new clients wait in the listen backlog until one closes.
-  accept_waiting_ = true;
-  return {};
 }
 
 void ServerSource::connection_closed(Context ctx) {
   if (open_ > 0) --open_;
-  if (accept_waiting_ && listen_fd_ >= 0 && open_ < max_connections_) {
+  connection_idle(ctx);
+}
+
+void ServerSource::connection_idle(Context ctx) {
+  if (accept_waiting_ && !retrying_ && listen_fd_ >= 0) {
     // Cannot fail for an open listener; a failure would show at the next accept.
     static_cast<void>(arm_listener(ctx));
   }
 }
 
 Status ServerSource::on_timer(Context ctx, uint64_t timer_id) {
-  if (timer_id == k_accept_retry_timer && listen_fd_ >= 0) return accept_ready(ctx);
-  return {};
+  if (timer_id != k_accept_retry_timer || listen_fd_ < 0) return {};
+  retrying_ = false;
+  SLUICE_SDK_RETURN_IF_ERROR(arm_listener(ctx));
+  return accept_ready(ctx);
 }
 
 void ServerSource::close_listener() noexcept {

@@ -48,6 +48,14 @@ class ServerSource : public sdk::Source {
   virtual sdk::Status connection_ready(sdk::Context ctx, uint64_t id, uint32_t ready) = 0;
   /// The subclass closed a connection: accepting resumes if max_connections held it back.
   void connection_closed(sdk::Context ctx);
+  /// A connection became idle (see close_idlest): accepting resumes if max_connections
+  /// held it back.
+  void connection_idle(sdk::Context ctx);
+  /// At max_connections: whether a connection could make room for a new client, and
+  /// closing the one idle the longest (true when one was closed). By default none can:
+  /// new clients wait in the listen backlog.
+  [[nodiscard]] virtual bool has_idle_connection() const noexcept { return false; }
+  virtual bool close_idlest(sdk::Context /*ctx*/) { return false; }
   /// Unwatches and closes the listener (stop, destruction).
   void close_listener() noexcept;
   /// False for tasks other than 0: they do not listen.
@@ -72,6 +80,8 @@ class ServerSource : public sdk::Source {
   int listen_fd_ = -1;
   size_t open_ = 0;              // accepted connections not yet closed
   bool accept_waiting_ = false;  // listener not armed: at max_connections or retrying
+  bool retrying_ = false;        // the accept retry timer is armed
+  uint64_t accept_failures_ = 0;
   uint64_t next_id_ = 1;
 };
 

@@ -1,14 +1,16 @@
 """The admin endpoint ([admin]): health, readiness, Prometheus metrics that move while data
 flows, the graph as JSON and DOT (the same as `sluiced graph`), pause/resume of a source,
-the bearer token and the cross-origin guard."""
+the bearer token, the cross-origin guard and redacted secrets (tests/integration/
+test_hostile_http.py has the attacks on the endpoint: Host check, limits, EMFILE)."""
 
 import json
+import os
 import signal
 import time
 import unittest
 
 from service_it import admin_url, http, parse_prometheus, read_text, sample
-from sluice_it import EXIT_OK, SluiceTestCase, toml_str, wait_for
+from sluice_it import EXIT_OK, PLUGIN_DIR, SluiceTestCase, toml_str, wait_for
 
 PIPELINE = """
 name = "admin_demo"
@@ -162,6 +164,43 @@ class AdminTest(SluiceTestCase):
         self.assertEqual(http("POST", base + "/sources/ticks/pause",
                               {"Authorization": "Bearer s3cret"})[0], 200)
         self.stop(proc, err)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(PLUGIN_DIR, "libsluice_kafka.so")),
+                         "the kafka plugin is not built")
+    def test_secrets_are_redacted_in_graph(self):
+        # The issue's case: librdkafka settings in a `config = {...}` table. No broker is
+        # needed: the producer retries in the background while the graph runs.
+        cfg = self.write("k.toml", """
+[admin]
+port = 0
+[sources.in]
+type = "from_http_server"
+port = 0
+[sinks.k]
+type = "to_kafka"
+inputs = ["in"]
+brokers = "127.0.0.1:1"
+topic = "t"
+config = { "security.protocol" = "SASL_PLAINTEXT", "sasl.mechanisms" = "PLAIN", \
+"sasl.username" = "me", "sasl.password" = "hunter2" }
+""")
+        printed = self.sluiced("graph", "--format", "json", cfg)
+        self.assertExit(printed, EXIT_OK)
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 20),
+                        read_text(err))
+        status, _, served = http("GET", base + "/graph")
+        self.assertEqual(status, 200, served)
+        for text in (printed.stdout, served):
+            kafka = json.loads(text)["nodes"][1]["config"]["config"]
+            self.assertEqual(kafka, {"security.protocol": "SASL_PLAINTEXT",
+                                     "sasl.mechanisms": "PLAIN",
+                                     "sasl.username": "<redacted>",
+                                     "sasl.password": "<redacted>"})
+            self.assertNotIn("hunter2", text)
+        self.stop(proc, err)
+        self.assertNotIn("hunter2", read_text(err))
 
     def test_no_admin_table_no_endpoint(self):
         cfg = self.write("p.toml", """

@@ -9,6 +9,11 @@
 // With `token` set, everything but /, /healthz and /readyz needs
 // "Authorization: Bearer TOKEN". POSTs that carry an Origin header must come
 // from the endpoint's own origin (a page elsewhere cannot pause a source).
+// Every request needs a Host header; bound to a loopback address, only
+// localhost, 127.0.0.1, [::1] and the bound address (any port) are answered,
+// others get 421, so a DNS-rebinding page cannot reach the endpoint. Bound
+// beyond the loopback, a token is required (`sluiced validate` refuses the
+// config without one; without it /graph and the POSTs would answer 403).
 // Control thread.
 #pragma once
 
@@ -18,6 +23,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace sluice::host {
 
@@ -45,9 +51,11 @@ class AdminEndpoint {
 
  private:
   [[nodiscard]] bool authorized(const HttpRequest& request) const;
+  [[nodiscard]] bool host_allowed(std::string_view host) const;
 
   AdminSettings settings_;
   AdminBackend backend_;
+  bool loopback_;  // bound to a loopback address
   HttpServer server_;
 };
 

@@ -193,6 +193,7 @@ void Validator::check_admin(const toml::node& node) {
     return;
   }
   spec_.admin.enabled = true;
+  std::optional<SourcePos> beyond_loopback;  // of an address that is not a loopback one
   for (const auto& e : entries_in_file_order(*table)) {
     const std::string key(e.key->str());
     const std::string full_key = fmt::format("admin.{}", key);
@@ -209,6 +210,9 @@ void Validator::check_admin(const toml::node& node) {
                 : fmt::format("expected string (an IP address), got {}", toml_type_name(v)));
       } else {
         spec_.admin.address = s->get();
+        if (!boost::asio::ip::make_address(s->get(), ec).is_loopback()) {
+          beyond_loopback = pos(v.source());
+        }
       }
     } else if (key == "port") {
       if (auto p = runtime_int(v, key, 0, 65535, "admin")) {
@@ -227,6 +231,13 @@ void Validator::check_admin(const toml::node& node) {
       error(pos(e.key->source()), "", full_key,
             unknown_name_message("key", key, k_admin_keys, "[admin] keys"));
     }
+  }
+  // Anyone who can reach the port could read the graph and pause sources.
+  if (beyond_loopback && spec_.admin.token.empty()) {
+    error(*beyond_loopback, "", "admin.address",
+          fmt::format("'{}' is not a loopback address: set admin.token (clients then send "
+                      "\"Authorization: Bearer TOKEN\"), or bind \"127.0.0.1\" or \"::1\"",
+                      spec_.admin.address));
   }
 }
 

@@ -76,7 +76,18 @@ int Daemon::run() {
   }
   notifier_.status(fmt::format("starting pipeline '{}'", spec.name));
   start_graph();
-  control_.run();
+  // A handler that throws (a bug, or memory running out while answering a request) must
+  // not end the daemon: log it and go on. run() may be called again after it threw.
+  for (;;) {
+    try {
+      control_.run();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("control loop: a handler failed, continuing: {}", e.what());
+    } catch (...) {
+      spdlog::error("control loop: a handler failed with an unknown exception, continuing");
+    }
+  }
   if (runner_) runner_->join();
   return exit_code_;
 }

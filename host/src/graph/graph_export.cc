@@ -1,5 +1,6 @@
 #include "graph/graph_export.hpp"
 
+#include "graph/redact.hpp"
 #include "value/json.hpp"
 
 #include <fmt/format.h>
@@ -95,7 +96,7 @@ std::string to_json(const GraphSpec& graph) {
       append_json_string(out, node.inputs[i].id);
     }
     out += "],\"config\":";
-    json_append(out, node.config.raw());
+    json_append(out, redact_secrets(node.config).raw());  // secrets never leave the daemon
     out += '}';
   }
   out += "],\"edges\":[";

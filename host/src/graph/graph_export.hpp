@@ -16,7 +16,7 @@ namespace sluice::host {
 // {"name": ..., "nodes": [{"id", "role", "type", "plugin", "inputs", "config"}],
 //  "edges": [{"from", "to", "input"}]}, nodes in GraphSpec order. "plugin" is
 // null when the type is not resolved; "input" is the index in the reader's
-// inputs.
+// inputs. Secret values in "config" are replaced by "<redacted>" (graph/redact.hpp).
 [[nodiscard]] std::string to_json(const GraphSpec& graph);
 
 }  // namespace sluice::host

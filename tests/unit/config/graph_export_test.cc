@@ -1,6 +1,7 @@
 // DOT and JSON renderings of a GraphSpec, and the topology helpers.
 #include "graph/graph_export.hpp"
 #include "config/config_validator.hpp"
+#include "graph/redact.hpp"
 #include "graph/topology.hpp"
 #include "test_plugin.hpp"
 
@@ -114,6 +115,50 @@ TEST(GraphExport, JsonEscapes) {
       R"({"id":"s\"1","role":"source","type":"t\\x","plugin":null,"inputs":[],"config":{}},)"
       R"({"id":"k","role":"sink","type":"line\nbreak","on_error":"fail","plugin":null,"inputs":["s\"1"],"config":{"q\"":"a\\b\n"}}],)"
       R"("edges":[{"from":"s\"1","port":"main","to":"k","input":0}]})");
+}
+
+TEST(Redact, SecretKeys) {
+  for (std::string_view k :
+       {"password", "sasl.password", "ssl.key.password", "SASL.Username",
+        "sasl.oauthbearer.client.secret", "sasl.oauthbearer.config", "auth_token", "client_secret",
+        "api_key", "ssl.keystore.password", "aws_credentials", "private_key",
+        "sasl.oauthbearer.token", "access-token"}) {
+    EXPECT_TRUE(is_secret_key(k)) << k;
+  }
+  for (std::string_view k : {"bootstrap.servers", "sasl.mechanisms", "sasl.mechanism", "topic",
+                             "ssl.key.location", "path", "keys", "max_tokens_per_s"}) {
+    EXPECT_FALSE(is_secret_key(k)) << k;
+  }
+}
+
+// The issue's case: librdkafka settings in a `config = {...}` table show in /graph and
+// `sluiced graph --format json`; secret ones must not.
+TEST(GraphExport, JsonRedactsSecretsAtAnyDepth) {
+  GraphSpec g = awkward_graph();
+  std::vector<std::pair<std::string, Value>> kafka{{"bootstrap.servers", Value::string("b:9092")},
+                                                   {"sasl.mechanisms", Value::string("PLAIN")},
+                                                   {"sasl.password", Value::string("hunter2")},
+                                                   {"ssl.key.password", Value::string("pem-pass")}};
+  std::vector<std::pair<std::string, Value>> nested{{"password", Value::string("p2")},
+                                                    {"user", Value::string("u")}};
+  std::vector<Value> list{Value::object(nested)};
+  std::vector<std::pair<std::string, Value>> cfg{{"topic", Value::string("t")},
+                                                 {"config", Value::object(kafka)},
+                                                 {"accounts", Value::array(list)},
+                                                 {"token", Value::integer(42)}};
+  g.nodes[1].config = Value::object(cfg);
+  const std::string json = to_json(g);
+  EXPECT_NE(json.find(R"("config":{"topic":"t","config":{"bootstrap.servers":"b:9092",)"
+                      R"("sasl.mechanisms":"PLAIN","sasl.password":"<redacted>",)"
+                      R"("ssl.key.password":"<redacted>"},"accounts":[{"password":"<redacted>",)"
+                      R"("user":"u"}],"token":"<redacted>"})"),
+            std::string::npos)
+      << json;
+  for (std::string_view secret : {"hunter2", "pem-pass", "p2", "42"}) {
+    EXPECT_EQ(json.find(secret), std::string::npos) << secret;
+  }
+  // The spec itself keeps the values (the nodes need them).
+  EXPECT_EQ(g.nodes[1].config.get("token")->as_int(), 42);
 }
 
 GraphSpec graph_of(const std::vector<std::pair<std::string, std::vector<std::string>>>& nodes) {
