@@ -3,11 +3,23 @@
 // the task's thread and nothing here locks.
 //
 // The sandbox: only the base library (without dofile, loadfile,
-// collectgarbage; `load` accepts text chunks only; `print` logs), string
-// (without string.dump), table, math and utf8. No io, os, package, debug or
-// coroutine. Memory is bounded by a counting allocator and every protected
-// call by an instruction budget, so a user function can fail but can neither
-// crash nor hang the task.
+// collectgarbage; `load` accepts strings of source text only; `print` logs),
+// string (without string.dump), table, math and utf8. No io, os, package,
+// debug or coroutine.
+//
+// Limits: memory is bounded by a counting allocator and every protected call
+// by an instruction budget, so a user function can fail but can neither
+// crash nor hang the task. Neither limit can be caught: pcall and xpcall
+// re-raise it, and once the budget is spent the hook raises again every
+// k_hook_interval instructions (in message handlers and __close handlers
+// too) until the host's pcall returns. __gc metamethods, which Lua runs with
+// hooks off, are refused by setmetatable.
+//
+// Isolation: the functions compiled into one state share it, but each has
+// its own environment (push_function_env) whose reads fall through to the
+// shared globals; the libraries reachable from there (string, table, math,
+// utf8, sluice, getmetatable('')) are read-only views, so no function can
+// change what another sees.
 //
 // Lua reports errors with longjmp: every Lua API call that can raise runs
 // inside pcall() (see lua_function.cc), and no C++ object with a destructor
@@ -72,6 +84,12 @@ class LuaRuntime {
   // The runtime a state belongs to (stored in the state's extra space).
   static LuaRuntime& of(lua_State* L);
 
+  // Pushes a new environment for one function (its _ENV): its own globals,
+  // `_G` (itself) and `load` (chunks default to this environment); reads of
+  // other names fall through to the sandbox's shared globals. May raise (out
+  // of memory): call inside pcall().
+  static void push_function_env(lua_State* L);
+
   // Identities of the sandbox's marker objects, compared by lua_topointer /
   // lua_touserdata when converting values (lua_values.cc).
   [[nodiscard]] const void* null_sentinel() const { return null_; }
@@ -83,6 +101,12 @@ class LuaRuntime {
   static void* allocate(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
   static int open_sandbox(lua_State* L);
   static void instruction_hook(lua_State* L, lua_Debug* ar);
+  // Re-raises the error object on top of the stack when the call ran into a
+  // limit (`status` from a nested protected call).
+  static void rethrow_if_limit(lua_State* L, int status);
+  static int sandbox_pcall(lua_State* L);
+  static int sandbox_xpcall(lua_State* L);
+  static int sandbox_load(lua_State* L);
 
   Limits limits_;
   lua_State* L_ = nullptr;
@@ -91,7 +115,9 @@ class LuaRuntime {
   uint64_t ticks_ = 0;        // hook invocations in the current call
   uint64_t tick_budget_ = 0;  // hook invocations allowed per call
   bool instruction_limit_hit_ = false;
-  bool memory_limit_hit_ = false;
+  bool memory_limit_hit_ = false;  // an allocation was refused (Lua may have recovered)
+  bool memory_error_ = false;      // a memory error was raised in the current call
+  char limit_message_[160] = "";   // the instruction limit's error, with its position
   const void* null_ = nullptr;
   const void* array_mt_ = nullptr;
   const void* object_mt_ = nullptr;
