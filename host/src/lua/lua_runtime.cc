@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,12 @@ namespace {
 
 // The count hook runs every k_hook_interval VM instructions.
 constexpr int k_hook_interval = 1000;
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // print(...) writes to the log (info level), not to the daemon's stdout.
 int sandbox_print(lua_State* L) {
@@ -254,7 +261,9 @@ int message_handler(lua_State* L) {
 
 LuaRuntime::LuaRuntime(Limits limits)
     : limits_(limits),
-      tick_budget_(std::max<uint64_t>(1, limits.instructions_per_call / k_hook_interval)) {
+      tick_budget_(std::max<uint64_t>(1, limits.instructions_per_call / k_hook_interval)),
+      time_budget_ns_(static_cast<int64_t>(
+          std::min<uint64_t>(limits.time_per_call_ms, uint64_t{1} << 40) * 1'000'000)) {
   L_ = lua_newstate(&LuaRuntime::allocate, this);
   if (L_ == nullptr) {
     init_status_ = Status(SL_RESOURCE_EXHAUSTED, "could not create a Lua state (out of memory)");
@@ -313,16 +322,23 @@ void LuaRuntime::instruction_hook(lua_State* L, lua_Debug* ar) {
   // host's pcall returns: a pcall, an xpcall message handler or a __close
   // handler that catches the error only buys itself another k_hook_interval
   // instructions (and sandbox_pcall re-raises at once).
-  if (!self.instruction_limit_hit_) {
-    if (++self.ticks_ <= self.tick_budget_) return;
-    self.instruction_limit_hit_ = true;
+  if (!self.limit_hit_) {
+    const bool instructions = ++self.ticks_ > self.tick_budget_;
+    if (!instructions && steady_ns() - self.call_start_ns_ <= self.time_budget_ns_) return;
+    self.limit_hit_ = true;
     char where[LUA_IDSIZE + 24] = "";
     if (lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0) {
       std::snprintf(where, sizeof where, "%s:%d: ", ar->short_src, ar->currentline);
     }
-    std::snprintf(self.limit_message_, sizeof self.limit_message_,
-                  "%sinstruction limit exceeded (%d million per call); an endless loop?", where,
-                  static_cast<int>(self.limits_.instructions_per_call / 1'000'000));
+    if (instructions) {
+      std::snprintf(self.limit_message_, sizeof self.limit_message_,
+                    "%sinstruction limit exceeded (%d million per call); an endless loop?", where,
+                    static_cast<int>(self.limits_.instructions_per_call / 1'000'000));
+    } else {
+      std::snprintf(self.limit_message_, sizeof self.limit_message_,
+                    "%stime limit exceeded (%llu ms per call); expensive library calls in a loop?",
+                    where, static_cast<unsigned long long>(self.limits_.time_per_call_ms));
+    }
   }
   lua_pushstring(L, self.limit_message_);
   lua_error(L);
@@ -331,7 +347,7 @@ void LuaRuntime::instruction_hook(lua_State* L, lua_Debug* ar) {
 void LuaRuntime::rethrow_if_limit(lua_State* L, int status) {
   LuaRuntime& self = of(L);
   if (status == LUA_ERRMEM) self.memory_error_ = true;
-  if (self.instruction_limit_hit_ || self.memory_error_) lua_error(L);  // the error object on top
+  if (self.limit_hit_ || self.memory_error_) lua_error(L);  // the error object on top
 }
 
 // pcall(f, ...) as Lua's, except that the instruction and memory limits pass
@@ -543,7 +559,8 @@ Status LuaRuntime::pcall(int nargs) {
   lua_pushcfunction(L, message_handler);
   lua_insert(L, fn_index);
   ticks_ = 0;
-  instruction_limit_hit_ = false;
+  call_start_ns_ = steady_ns();
+  limit_hit_ = false;
   memory_limit_hit_ = false;
   memory_error_ = false;
   const int rc = lua_pcall(L, nargs, LUA_MULTRET, fn_index);
@@ -554,7 +571,7 @@ Status LuaRuntime::pcall(int nargs) {
   const char* raw = lua_tostring(L, -1);
   std::string message = raw != nullptr ? raw : "(error object is not a string)";
   lua_settop(L, fn_index - 1);
-  if (instruction_limit_hit_) {
+  if (limit_hit_) {
     // The hook's own message: what reached here may be a later re-raise or
     // Lua's "error in error handling" from a handler the hook interrupted.
     return Status(SL_INVALID_ARGUMENT, limit_message_);

@@ -8,7 +8,7 @@
 // debug or coroutine.
 //
 // Limits: memory is bounded by a counting allocator and every protected call
-// by an instruction budget, so a user function can fail but can neither
+// by an instruction budget and a wall-time budget, so a user function can fail but can neither
 // crash nor hang the task. Neither limit can be caught: pcall and xpcall
 // re-raise it, and once the budget is spent the hook raises again every
 // k_hook_interval instructions (in message handlers and __close handlers
@@ -44,10 +44,17 @@ inline constexpr size_t k_default_memory_bytes = size_t{64} << 20;
 // it the call fails. C functions (string.rep, pattern matching) count as one
 // instruction each; their memory is still bounded.
 inline constexpr uint64_t k_default_instructions = 10'000'000;
+// Wall time one call may take (2 s, 20-40 times what the instruction budget
+// takes): bounds a loop of expensive library calls (string.rep, find or ==
+// on long strings), each of which counts as one instruction. Checked by the
+// same hook, so one library call that never returns (a pathological
+// pattern) is not bounded: the daemon's watchdog reports the task.
+inline constexpr uint64_t k_default_time_ms = 2'000;
 
 struct Limits {
   size_t memory_bytes = k_default_memory_bytes;
   uint64_t instructions_per_call = k_default_instructions;
+  uint64_t time_per_call_ms = k_default_time_ms;
 };
 
 // Registry keys (lua_rawgetp(L, LUA_REGISTRYINDEX, &key)) of the sandbox's
@@ -114,7 +121,9 @@ class LuaRuntime {
   size_t used_ = 0;
   uint64_t ticks_ = 0;        // hook invocations in the current call
   uint64_t tick_budget_ = 0;  // hook invocations allowed per call
-  bool instruction_limit_hit_ = false;
+  int64_t time_budget_ns_ = 0;
+  int64_t call_start_ns_ = 0;      // steady clock, when the current call began
+  bool limit_hit_ = false;         // the instruction or time limit, in the current call
   bool memory_limit_hit_ = false;  // an allocation was refused (Lua may have recovered)
   bool memory_error_ = false;      // a memory error was raised in the current call
   char limit_message_[160] = "";   // the instruction limit's error, with its position

@@ -180,6 +180,30 @@ TEST_F(LuaEscapes, PcallCannotCatchTheMemoryLimit) {
       "'\"') end");
 }
 
+class LuaTimeLimit : public testing::LuaTest {
+ protected:
+  LuaTimeLimit()
+      : LuaTest(Limits{.memory_bytes = size_t{64} << 20,
+                       .instructions_per_call = 2'000'000,
+                       .time_per_call_ms = 200}) {}
+};
+
+TEST_F(LuaTimeLimit, LoopsOfExpensiveLibraryCallsStopAtTheTimeLimit) {
+  // Each find scans 16 MiB but counts as one instruction: within the
+  // instruction budget this loop would run for minutes.
+  auto out = call(
+      "function(x)\n  local s = string.rep('x', 1 << 24)\n  for i = 1, 1e9 do pcall(string.find, "
+      "s, 'y', 1, true) end\nend",
+      {Value::null()});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_EQ(out.status().code(), SL_INVALID_ARGUMENT);
+  EXPECT_EQ(out.status().message(),
+            "Lua: test.toml:3: time limit exceeded (200 ms per call); expensive library calls "
+            "in a loop?");
+  // The next call has a fresh budget.
+  EXPECT_EQ(call_json("x + 1", {Value::integer(1)}), "2");
+}
+
 class LuaIsolation : public testing::LuaTest {
  protected:
   // Runs `attack` in one function, then `probe` (an expression of x) in
