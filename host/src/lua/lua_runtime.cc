@@ -120,6 +120,10 @@ int readonly_newindex(lua_State* L) {
 // handed out: __pairs returns this function and the view itself.
 int readonly_next(lua_State* L) {
   luaL_checktype(L, 1, LUA_TTABLE);
+  // The function escapes (`local next_ = pairs(string)`): on any other table
+  // it would walk the hidden __index of a protected metatable (the shared
+  // globals behind an environment).
+  if (!is_readonly(L, 1)) return luaL_argerror(L, 1, "not a read-only library");
   lua_settop(L, 2);
   if (lua_getmetatable(L, 1) == 0 || lua_getfield(L, -1, "__index") != LUA_TTABLE) {
     lua_pushnil(L);
@@ -456,7 +460,8 @@ int LuaRuntime::open_sandbox(lua_State* L) {
   // environment, whose reads fall through to it), so only the libraries in
   // it, which a function can reach, need read-only views.
   lua_pushglobaltable(L);  // 1
-  for (const char* name : {"dofile", "loadfile", "collectgarbage", "load"}) {
+  // _G and load are per function (push_function_env).
+  for (const char* name : {"dofile", "loadfile", "collectgarbage", "load", "_G"}) {
     lua_pushnil(L);
     lua_setfield(L, 1, name);
   }

@@ -294,6 +294,11 @@ TEST_F(LuaIsolation, GlobalsAndEnvironmentsStayPrivate) {
   EXPECT_EQ(call_json("getmetatable(string)", {Value::null()}), "\"sluice.readonly\"");
   EXPECT_EQ(after("setmetatable(_ENV, nil) pairs = nil", "type(pairs)", Value::null()),
             "\"function\"");
+  // The iterator pairs returns for a library walks libraries only.
+  EXPECT_EQ(call_json("function(x) local walk = pairs(string) return select(2, pcall(walk, "
+                      "_ENV)) end",
+                      {Value::null()}),
+            "\"bad argument #1 to '?' (not a read-only library)\"");
   // A function keeps its own global state and can shadow a library locally.
   EXPECT_EQ(call_json("function(x) local string = {upper = function() return 'mine' end} return "
                       "string.upper(x) end",
