@@ -18,8 +18,12 @@ constexpr const char* k_limit_error =
 
 class LuaEscapes : public testing::LuaTest {
  protected:
+  // The time limit is far away, so that the instruction limit ends every case
+  // even under valgrind or a sanitizer (LuaTimeLimit tests the time limit).
   LuaEscapes()
-      : LuaTest(Limits{.memory_bytes = size_t{4} << 20, .instructions_per_call = 2'000'000}) {}
+      : LuaTest(Limits{.memory_bytes = size_t{4} << 20,
+                       .instructions_per_call = 2'000'000,
+                       .time_per_call_ms = 50'000}) {}
 
   // Calls `code` once and expects the instruction limit's error.
   void expect_instruction_limit(const std::string& code) {
