@@ -354,7 +354,7 @@ void LuaRuntime::rethrow_if_limit(lua_State* L, int status) {
   if (self.limit_hit_ || self.memory_error_) lua_error(L);  // the error object on top
 }
 
-// pcall(f, ...) as Lua's, except that the instruction and memory limits pass
+// pcall(f, ...) as Lua's, except that the instruction, time and memory limits pass
 // through: they end the host's call, whatever the function catches.
 int LuaRuntime::sandbox_pcall(lua_State* L) {
   luaL_checkany(L, 1);

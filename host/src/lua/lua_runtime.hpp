@@ -8,17 +8,18 @@
 // debug or coroutine.
 //
 // Limits: memory is bounded by a counting allocator and every protected call
-// by an instruction budget and a wall-time budget, so a user function can fail but can neither
-// crash nor hang the task. Neither limit can be caught: pcall and xpcall
-// re-raise it, and once the budget is spent the hook raises again every
-// k_hook_interval instructions (in message handlers and __close handlers
-// too) until the host's pcall returns. __gc metamethods, which Lua runs with
-// hooks off, are refused by setmetatable.
+// by an instruction budget and a wall-time budget, so a user function can
+// fail but can neither crash nor hang the task (except inside one library
+// call that never returns, see k_default_time_ms). No limit can be caught:
+// pcall and xpcall re-raise it, and once a budget is spent the hook raises
+// again every k_hook_interval instructions (in message handlers and __close
+// handlers too) until the host's pcall returns. __gc metamethods, which Lua
+// runs with hooks off, are refused by setmetatable.
 //
 // Isolation: the functions compiled into one state share it, but each has
-// its own environment (push_function_env) whose reads fall through to the
-// shared globals; the libraries reachable from there (string, table, math,
-// utf8, sluice, getmetatable('')) are read-only views, so no function can
+// its own environment (push_function_env) holding copies of the shared
+// globals' entries; the libraries among them (string, table, math, utf8,
+// sluice) and getmetatable('') are read-only views, so no function can
 // change what another sees.
 //
 // Lua reports errors with longjmp: every Lua API call that can raise runs
@@ -91,10 +92,10 @@ class LuaRuntime {
   // The runtime a state belongs to (stored in the state's extra space).
   static LuaRuntime& of(lua_State* L);
 
-  // Pushes a new environment for one function (its _ENV): its own globals,
-  // `_G` (itself) and `load` (chunks default to this environment); reads of
-  // other names fall through to the sandbox's shared globals. May raise (out
-  // of memory): call inside pcall().
+  // Pushes a new environment for one function (its _ENV): the shared
+  // globals' entries copied in, `_G` (itself) and `load` (chunks default to
+  // this environment); a name the function sets to nil falls back to the
+  // shared value. May raise (out of memory): call inside pcall().
   static void push_function_env(lua_State* L);
 
   // Identities of the sandbox's marker objects, compared by lua_topointer /
@@ -119,14 +120,14 @@ class LuaRuntime {
   lua_State* L_ = nullptr;
   Status init_status_;
   size_t used_ = 0;
-  uint64_t ticks_ = 0;        // hook invocations in the current call
-  uint64_t tick_budget_ = 0;  // hook invocations allowed per call
-  int64_t time_budget_ns_ = 0;
+  uint64_t ticks_ = 0;             // hook invocations in the current call
+  uint64_t tick_budget_ = 0;       // hook invocations allowed per call
+  int64_t time_budget_ns_ = 0;     // wall time allowed per call
   int64_t call_start_ns_ = 0;      // steady clock, when the current call began
   bool limit_hit_ = false;         // the instruction or time limit, in the current call
   bool memory_limit_hit_ = false;  // an allocation was refused (Lua may have recovered)
   bool memory_error_ = false;      // a memory error was raised in the current call
-  char limit_message_[160] = "";   // the instruction limit's error, with its position
+  char limit_message_[160] = "";   // the instruction or time limit's error, with its position
   const void* null_ = nullptr;
   const void* array_mt_ = nullptr;
   const void* object_mt_ = nullptr;
