@@ -1,5 +1,7 @@
 #include "lua/lua_runtime.hpp"
 
+#include "lua/lua_patterns.hpp"
+
 #include <fmt/format.h>
 #include <lua.hpp>
 #include <spdlog/spdlog.h>
@@ -320,18 +322,26 @@ void* LuaRuntime::allocate(void* ud, void* ptr, size_t osize, size_t nsize) noex
   return p;
 }
 
-void LuaRuntime::instruction_hook(lua_State* L, lua_Debug* ar) {
+void LuaRuntime::instruction_hook(lua_State* L, lua_Debug* ar) { tick(L, ar); }
+
+void LuaRuntime::charge_tick(lua_State* L) {
+  lua_Debug ar;
+  // Level 1: the Lua function that called the library function.
+  tick(L, lua_getstack(L, 1, &ar) != 0 ? &ar : nullptr);
+}
+
+void LuaRuntime::tick(lua_State* L, lua_Debug* ar) {
   LuaRuntime& self = of(L);
-  // Once the budget is spent, every later hook call raises again until the
-  // host's pcall returns: a pcall, an xpcall message handler or a __close
-  // handler that catches the error only buys itself another k_hook_interval
+  // Once a budget is spent, every later tick raises again until the host's
+  // pcall returns: a pcall, an xpcall message handler or a __close handler
+  // that catches the error only buys itself another k_hook_interval
   // instructions (and sandbox_pcall re-raises at once).
   if (!self.limit_hit_) {
     const bool instructions = ++self.ticks_ > self.tick_budget_;
     if (!instructions && steady_ns() - self.call_start_ns_ <= self.time_budget_ns_) return;
     self.limit_hit_ = true;
     char where[LUA_IDSIZE + 24] = "";
-    if (lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0) {
+    if (ar != nullptr && lua_getinfo(L, "Sl", ar) != 0 && ar->currentline > 0) {
       std::snprintf(where, sizeof where, "%s:%d: ", ar->short_src, ar->currentline);
     }
     if (instructions) {
@@ -478,6 +488,7 @@ int LuaRuntime::open_sandbox(lua_State* L) {
   lua_getfield(L, 1, LUA_STRLIBNAME);
   lua_pushnil(L);
   lua_setfield(L, -2, "dump");
+  install_bounded_patterns(L, -1);  // the string metatable's __index is this table too
   lua_pop(L, 1);
 
   // The sluice table: null, array(), object(), bytes().

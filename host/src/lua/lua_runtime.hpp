@@ -9,8 +9,7 @@
 //
 // Limits: memory is bounded by a counting allocator and every protected call
 // by an instruction budget and a wall-time budget, so a user function can
-// fail but can neither crash nor hang the task (except inside one library
-// call that never returns, see k_default_time_ms). No limit can be caught:
+// fail but can neither crash nor hang the task. No limit can be caught:
 // pcall and xpcall re-raise it, and once a budget is spent the hook raises
 // again every k_hook_interval instructions (in message handlers and __close
 // handlers too) until the host's pcall returns. __gc metamethods, which Lua
@@ -42,14 +41,16 @@ namespace sluice::host::lua {
 // RESOURCE_EXHAUSTED error of the call that made them.
 inline constexpr size_t k_default_memory_bytes = size_t{64} << 20;
 // VM instructions one call may run (10 million, roughly 50-100 ms): beyond
-// it the call fails. C functions (string.rep, pattern matching) count as one
-// instruction each; their memory is still bounded.
+// it the call fails. C functions (string.rep, table.concat) count as one
+// instruction each, their memory is still bounded; the pattern matcher
+// counts its steps (lua_patterns.cc).
 inline constexpr uint64_t k_default_instructions = 10'000'000;
 // Wall time one call may take (2 s, 20-40 times what the instruction budget
-// takes): bounds a loop of expensive library calls (string.rep, find or ==
-// on long strings), each of which counts as one instruction. Checked by the
-// same hook, so one library call that never returns (a pathological
-// pattern) is not bounded: the daemon's watchdog reports the task.
+// takes): bounds a loop of expensive library calls (string.rep, plain find
+// or == on long strings), each of which counts as one instruction. Checked
+// by the same hook (and the pattern matcher's ticks); within the memory
+// limit, no library call left in the sandbox runs for more than a few
+// seconds on its own.
 inline constexpr uint64_t k_default_time_ms = 2'000;
 
 struct Limits {
@@ -98,6 +99,12 @@ class LuaRuntime {
   // shared value. May raise (out of memory): call inside pcall().
   static void push_function_env(lua_State* L);
 
+  // Counts one tick (1,000 VM instructions' worth of work) done inside a
+  // library function (the pattern matcher, lua_patterns.cc) against the
+  // call's instruction and time budget; raises the limit's error once the
+  // budget is spent, as the count hook does.
+  static void charge_tick(lua_State* L);
+
   // Identities of the sandbox's marker objects, compared by lua_topointer /
   // lua_touserdata when converting values (lua_values.cc).
   [[nodiscard]] const void* null_sentinel() const { return null_; }
@@ -109,6 +116,8 @@ class LuaRuntime {
   static void* allocate(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
   static int open_sandbox(lua_State* L);
   static void instruction_hook(lua_State* L, lua_Debug* ar);
+  // One tick of the budget (`ar`: where the limit's message points, or null).
+  static void tick(lua_State* L, lua_Debug* ar);
   // Re-raises the error object on top of the stack when the call ran into a
   // limit (`status` from a nested protected call).
   static void rethrow_if_limit(lua_State* L, int status);

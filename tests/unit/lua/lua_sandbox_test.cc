@@ -167,6 +167,31 @@ TEST_F(LuaEscapes, LoadTakesStringsOnly) {
   expect_instruction_limit("function(x) return pcall(load('while true do end')) end");
 }
 
+TEST_F(LuaEscapes, PatternMatchingCountsItsSteps) {
+  // Backtracking: O(n^20) steps inside one string.find.
+  expect_instruction_limit(
+      "function(x) return string.rep('a', 10000):find(string.rep('a*', 20) .. 'b') end");
+  expect_instruction_limit(
+      "function(x) return pcall(string.match, string.rep('a', 10000), string.rep('.-', 20) .. "
+      "'b') end");
+  expect_instruction_limit(
+      "function(x) return (string.rep('a', 10000):gsub(string.rep('a-', 20) .. 'b', '')) end");
+  expect_instruction_limit(
+      "function(x) for m in string.rep('(', 5000):gmatch(string.rep('%b()', 3) .. '?x') do end "
+      "end");
+  // A plain find is quadratic in the needle's length.
+  expect_instruction_limit(
+      "function(x) local s = string.rep('a', 1 << 20) return s:find(string.rep('a', 1 << 19) .. "
+      "'b', 1, true) end");
+  // Method calls go through the same matcher, and patterns still work.
+  EXPECT_EQ(call_json("function(x) local out = {} for k, v in ('a=1, b=2'):gmatch('(%w+)=(%w+)') "
+                      "do out[#out + 1] = k .. v end return table.concat(out, ' ') .. ' ' .. "
+                      "select(1, ('  hi  '):match('^%s*(.-)%s*$')) .. ' ' .. ('x-y'):gsub('-', "
+                      "'+') .. ' ' .. ('hello'):find('l+') end",
+                      {Value::null()}),
+            "\"a1 b2 hi x+y 3\"");
+}
+
 TEST_F(LuaEscapes, PcallCannotCatchTheMemoryLimit) {
   expect_memory_limit("function(x) while true do pcall(string.rep, 'x', 8 * 1024 * 1024) end end");
   expect_memory_limit("function(x) return (pcall(string.rep, 'x', 1 << 30)) end");
