@@ -1,6 +1,7 @@
 #include "lua/lua_runtime.hpp"
 
 #include "lua/lua_patterns.hpp"
+#include "lua/lua_tables.hpp"
 
 #include <fmt/format.h>
 #include <lua.hpp>
@@ -330,6 +331,17 @@ void LuaRuntime::charge_tick(lua_State* L) {
   tick(L, lua_getstack(L, 1, &ar) != 0 ? &ar : nullptr);
 }
 
+void LuaRuntime::charge_steps(lua_State* L, size_t steps) {
+  LuaRuntime& self = of(L);
+  self.steps_ += steps;
+  if (self.steps_ < 1000) return;
+  // Ticks beyond the budget change nothing: charge at most one past it.
+  const uint64_t ticks = self.steps_ / 1000;
+  self.steps_ %= 1000;
+  if (ticks > 1) self.ticks_ += std::min<uint64_t>(ticks - 1, self.tick_budget_);
+  charge_tick(L);
+}
+
 void LuaRuntime::tick(lua_State* L, lua_Debug* ar) {
   LuaRuntime& self = of(L);
   // Once a budget is spent, every later tick raises again until the host's
@@ -490,6 +502,9 @@ int LuaRuntime::open_sandbox(lua_State* L) {
   lua_setfield(L, -2, "dump");
   install_bounded_patterns(L, -1);  // the string metatable's __index is this table too
   lua_pop(L, 1);
+  lua_getfield(L, 1, LUA_TABLIBNAME);
+  install_bounded_tables(L, -1);
+  lua_pop(L, 1);
 
   // The sluice table: null, array(), object(), bytes().
   lua_createtable(L, 0, 4);  // 2
@@ -575,6 +590,7 @@ Status LuaRuntime::pcall(int nargs) {
   lua_pushcfunction(L, message_handler);
   lua_insert(L, fn_index);
   ticks_ = 0;
+  steps_ = 0;
   call_start_ns_ = steady_ns();
   limit_hit_ = false;
   memory_limit_hit_ = false;

@@ -104,6 +104,9 @@ class LuaRuntime {
   // call's instruction and time budget; raises the limit's error once the
   // budget is spent, as the count hook does.
   static void charge_tick(lua_State* L);
+  // The same for `steps` units of work, 1,000 of which make a tick (the
+  // default comparison of table.sort, lua_tables.cc).
+  static void charge_steps(lua_State* L, size_t steps);
 
   // Identities of the sandbox's marker objects, compared by lua_topointer /
   // lua_touserdata when converting values (lua_values.cc).
@@ -130,6 +133,7 @@ class LuaRuntime {
   Status init_status_;
   size_t used_ = 0;
   uint64_t ticks_ = 0;             // hook invocations in the current call
+  size_t steps_ = 0;               // charge_steps() units not yet charged as a tick
   uint64_t tick_budget_ = 0;       // hook invocations allowed per call
   int64_t time_budget_ns_ = 0;     // wall time allowed per call
   int64_t call_start_ns_ = 0;      // steady clock, when the current call began

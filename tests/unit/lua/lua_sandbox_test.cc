@@ -192,6 +192,34 @@ TEST_F(LuaEscapes, PatternMatchingCountsItsSteps) {
             "\"a1 b2 hi x+y 3\"");
 }
 
+TEST_F(LuaEscapes, TableFunctionsAreBounded) {
+  // table.move touches every index in the range, present or not.
+  EXPECT_EQ(call_json("function(x) table.move({}, 1, 1e15, 2) end", {Value::null()}),
+            "error: INVALID_ARGUMENT: Lua: test.toml:1: table.move: at most 16777216 elements "
+            "per call in the sandbox");
+  // A table whose length is 2^50: a positional insert or remove shifts 2^50
+  // elements (raw accesses, no Lua runs).
+  const std::string sparse = "local t = setmetatable({}, {__len = function() return 1 << 50 end}) ";
+  EXPECT_EQ(call_json("function(x) " + sparse + "table.insert(t, 1, 0) end", {Value::null()}),
+            "error: INVALID_ARGUMENT: Lua: test.toml:1: table.insert: at most 16777216 elements "
+            "per call in the sandbox");
+  EXPECT_EQ(call_json("function(x) " + sparse + "return select(2, pcall(table.remove, t, 1)) end",
+                      {Value::null()}),
+            "\"table.remove: at most 16777216 elements per call in the sandbox\"");
+  // The default order of table.sort counts its comparisons and the bytes it
+  // compares: 100,000 references to one 1 MiB string.
+  expect_instruction_limit(
+      "function(x) local s, t = string.rep('a', 1 << 20), {} for i = 1, 100000 do t[i] = s "
+      "end table.sort(t) end");
+  // They still work.
+  EXPECT_EQ(call_json("function(x) local t = {5, 3, 1, 4, 2} table.sort(t) table.insert(t, 1, "
+                      "0) table.insert(t, 9) table.remove(t, 2) table.remove(t) local u = "
+                      "table.move(t, 1, 3, 1, {}) table.sort(t, function(a, b) return a > b end) "
+                      "return {t, u} end",
+                      {Value::null()}),
+            "[[5,4,3,2,0],[0,2,3]]");
+}
+
 TEST_F(LuaEscapes, PcallCannotCatchTheMemoryLimit) {
   expect_memory_limit("function(x) while true do pcall(string.rep, 'x', 8 * 1024 * 1024) end end");
   expect_memory_limit("function(x) return (pcall(string.rep, 'x', 1 << 30)) end");
