@@ -7,6 +7,9 @@
 namespace sluice::host::lua {
 namespace {
 
+// Strings up to this length compare in constant time, for table.sort.
+constexpr size_t k_short_string = 64;
+
 // Calls the original library function (upvalue 1) with this call's arguments.
 int call_original(lua_State* L) {
   lua_pushvalue(L, lua_upvalueindex(1));
@@ -76,8 +79,28 @@ int bounded_less(lua_State* L) {
   return 1;
 }
 
+// Whether table.sort's default order needs bounded_less: only a comparison
+// of long strings is slow (numbers and short strings compare in constant
+// time, and the number of elements is bounded by memory). A table with a
+// metatable may be a lazy view of anything: bounded too.
+bool needs_bounded_order(lua_State* L) {
+  if (lua_type(L, 1) != LUA_TTABLE) return false;  // the original reports it
+  if (lua_getmetatable(L, 1) != 0) {
+    lua_pop(L, 1);
+    return true;
+  }
+  const lua_Unsigned n = lua_rawlen(L, 1);
+  for (lua_Unsigned i = 1; i <= n; ++i) {
+    const bool long_string = lua_rawgeti(L, 1, static_cast<lua_Integer>(i)) == LUA_TSTRING &&
+                             lua_rawlen(L, -1) > k_short_string;
+    lua_pop(L, 1);
+    if (long_string) return true;
+  }
+  return false;
+}
+
 int bounded_sort(lua_State* L) {
-  if (lua_isnoneornil(L, 2)) {
+  if (lua_isnoneornil(L, 2) && needs_bounded_order(L)) {
     lua_settop(L, 1);
     lua_pushcfunction(L, bounded_less);
   }
