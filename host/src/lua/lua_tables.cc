@@ -90,6 +90,8 @@ bool needs_bounded_order(lua_State* L) {
     return true;
   }
   const lua_Unsigned n = lua_rawlen(L, 1);
+  // A sparse border (t[1], t[2], t[4], ... t[2^50]) is no array to scan.
+  if (n > static_cast<lua_Unsigned>(k_max_elements_per_call)) return true;
   for (lua_Unsigned i = 1; i <= n; ++i) {
     const bool long_string = lua_rawgeti(L, 1, static_cast<lua_Integer>(i)) == LUA_TSTRING &&
                              lua_rawlen(L, -1) > k_short_string;
