@@ -94,6 +94,8 @@ path = {toml_str(self.path("out.txt"))}
         self.assertTrue(wait_for(lambda: "stall: blocking" in read_text(err), 20), read_text(err))
         self.assertTrue(wait_for(lambda: "withholding the systemd watchdog ping" in read_text(err),
                                  5), read_text(err))
+        # The report names the task and the node it is stuck in.
+        self.assertIn("task 0 in node 'stuck' has not answered", read_text(err))
         time.sleep(3.0)  # the stall ends (2 s) and pings come back
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))

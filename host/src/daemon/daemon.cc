@@ -225,10 +225,14 @@ void Daemon::watchdog_tick() {
   if (live) {
     notifier_.watchdog();
   } else if (live_) {
+    // systemd kills the daemon when the pings stay away for WatchdogSec, and
+    // Restart= starts it again: a thread stuck in a plugin cannot be stopped
+    // from outside, only the process can.
+    std::string who = runner_->unresponsive_tasks();
     spdlog::error(
-        "a task has not answered for {} ms (stuck in a callback?): withholding the "
-        "systemd watchdog ping",
-        interval.count() / 2000);
+        "{} has not answered for {} ms (stuck in a callback?): withholding the systemd "
+        "watchdog ping",
+        who.empty() ? "a task" : who, interval.count() / 2000);
   }
   live_ = live;
   watchdog_.expires_after(interval / 2);

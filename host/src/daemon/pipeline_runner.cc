@@ -112,6 +112,20 @@ bool PipelineRunner::check_liveness() {
   return live;
 }
 
+std::string PipelineRunner::unresponsive_tasks() const {
+  std::string out;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    const Liveness& l = *liveness_[i];
+    if (l.done || l.answered.load(std::memory_order_acquire) == l.sent) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("task {}", i);
+    if (const std::string_view node = tasks_[i]->node_in_callback(); !node.empty()) {
+      out += fmt::format(" in node '{}'", node);
+    }
+  }
+  return out;
+}
+
 Status PipelineRunner::set_source_paused(std::string_view id, bool paused) {
   auto index = spec_.index_of(id);
   if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));

@@ -75,6 +75,9 @@ class PipelineRunner {
   // running answered the previous ping; then sends the next ping. A task stuck
   // in a callback never answers, so the watchdog pings stop.
   bool check_liveness();
+  // The tasks that have not answered a ping, each with the node whose callback
+  // it is in ("task 0 in node 'parse'"), joined by ", "; empty when all answered.
+  [[nodiscard]] std::string unresponsive_tasks() const;
 
   // An operator's pause / resume of a source (every task's instance of it).
   Status set_source_paused(std::string_view id, bool paused);

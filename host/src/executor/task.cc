@@ -602,6 +602,13 @@ void Task::set_source_paused(size_t node, bool paused) {
   });
 }
 
+std::string_view Task::node_in_callback() const {
+  const uint32_t node = in_callback_.load(std::memory_order_relaxed);
+  // Ids live in the spec (capture nodes past it have none worth naming).
+  if (node == 0 || node > spec_.nodes.size()) return {};
+  return spec_.nodes[node - 1].id;
+}
+
 bool Task::post_host(std::function<void()> fn) {
   if (!accepting_posts_) return false;
   boost::asio::post(io_, std::move(fn));

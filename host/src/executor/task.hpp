@@ -214,6 +214,10 @@ class Task {
   // Thread-safe: runs `fn` on the task thread between callbacks (the daemon's
   // liveness ping). False when the task no longer runs posted work.
   bool post_host(std::function<void()> fn);
+  // Thread-safe: the id of the node whose callback the task thread is in (the
+  // innermost, as deliveries nest), or empty between callbacks. For the
+  // daemon's report of a task that stopped answering its liveness pings.
+  [[nodiscard]] std::string_view node_in_callback() const;
 
   // -- test mode (virtual clock), on the caller's thread --------------------
   Status inject(std::string_view source_id, const Value& value);
@@ -330,6 +334,9 @@ class Task {
       io_, [this](size_t node, uint64_t id, uint32_t ready) { on_io_ready(node, id, ready); }};
   std::optional<Status> failure_;
   std::atomic<bool> accepting_posts_{true};
+  // 1 + the node whose callback runs now (innermost), 0 between callbacks. Written
+  // by the task thread only (a plain relaxed store per callback), read by the daemon.
+  std::atomic<uint32_t> in_callback_{0};
   bool poll_scheduled_ = false;
   bool draining_ = false;
   bool started_ = false;
@@ -360,15 +367,19 @@ class Task {
 
 template <class F>
 sl_status Task::call_guarded(size_t node, F&& call) {
+  const uint32_t outer = in_callback_.load(std::memory_order_relaxed);
+  in_callback_.store(static_cast<uint32_t>(node) + 1, std::memory_order_relaxed);
+  sl_status status = SL_INTERNAL;
   try {
-    return call();
+    status = call();
   } catch (const std::exception& e) {
     nodes_[node].error =
         fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
   } catch (...) {
     nodes_[node].error = "plugin let an exception escape (an ABI violation)";
   }
-  return SL_INTERNAL;
+  in_callback_.store(outer, std::memory_order_relaxed);
+  return status;
 }
 
 template <class F>

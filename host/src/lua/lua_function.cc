@@ -147,11 +147,7 @@ struct ChunkJob {
 // it and keeps the function it returns in the registry.
 int run_chunk(lua_State* L) {
   auto* job = static_cast<ChunkJob*>(lua_touserdata(L, 1));
-  lua_createtable(L, 0, 0);
-  lua_createtable(L, 0, 1);
-  lua_pushglobaltable(L);
-  lua_setfield(L, -2, "__index");
-  lua_setmetatable(L, -2);
+  LuaRuntime::push_function_env(L);
   if (lua_setupvalue(L, 2, 1) == nullptr) lua_pop(L, 1);
   lua_pushvalue(L, 2);
   lua_call(L, 0, 1);

@@ -1,0 +1,1 @@
+function(x) local c <close> = setmetatable({}, {__close = function() while true do pcall(function() while true do end end) end end}) while true do end end

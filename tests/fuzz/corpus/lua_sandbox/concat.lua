@@ -1,0 +1,1 @@
+function(x) local s, t = string.rep('x', 100000), {} for i = 1, 400 do t[i] = s end return #table.concat(t) end

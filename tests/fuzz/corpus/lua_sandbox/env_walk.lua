@@ -1,0 +1,1 @@
+function(x) local walk = pairs(string) local ok, k, v = pcall(walk, _ENV) if ok and type(v) == 'table' then pcall(rawset, v, 'string', {}) end return x end

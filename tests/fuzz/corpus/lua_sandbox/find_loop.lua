@@ -1,0 +1,1 @@
+function(x) local s = string.rep('x', 1 << 22) for i = 1, 1e9 do s:find('y', 1, true) end end

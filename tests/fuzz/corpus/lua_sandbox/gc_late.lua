@@ -1,0 +1,1 @@
+function(x) local mt = {__gc = true} setmetatable({}, mt) mt.__gc = function() while true do end end end

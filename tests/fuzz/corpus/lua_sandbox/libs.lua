@@ -1,0 +1,1 @@
+function(x) pcall(function() math.floor = nil end) pcall(function() table.concat = nil end) pcall(function() sluice.null = 1 end) pcall(function() sluice.object = print end) pcall(function() utf8.char = nil end) return x end

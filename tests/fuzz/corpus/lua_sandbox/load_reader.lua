@@ -1,0 +1,1 @@
+function(x) while true do load(function() while true do end end) end end

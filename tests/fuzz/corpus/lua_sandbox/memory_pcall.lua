@@ -1,0 +1,1 @@
+function(x) while true do pcall(string.rep, 'x', 1 << 30) end end

@@ -1,0 +1,1 @@
+function(x) local n = 0 for k, v in pairs(math) do n = n + 1 end return n end

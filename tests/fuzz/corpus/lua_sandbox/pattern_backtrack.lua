@@ -1,0 +1,1 @@
+function(x) return string.rep('a', 10000):find(string.rep('a*', 20) .. 'b') end

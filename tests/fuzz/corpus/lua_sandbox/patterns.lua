@@ -1,0 +1,1 @@
+function(x) return (tostring(x):gsub('(%w+)', '<%1>')), ('k=v, a=b'):match('(%w+)=(%w+)') end

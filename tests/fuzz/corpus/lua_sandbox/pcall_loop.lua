@@ -1,0 +1,1 @@
+function(x) while true do pcall(function() while true do end end) end end

@@ -1,0 +1,1 @@
+function(x) local s = string.rep('a', 1 << 20) return s:find(string.rep('a', 1 << 19) .. 'b', 1, true) end

@@ -1,0 +1,1 @@
+function(x) pcall(rawset, string, 'upper', print) pcall(rawset, getmetatable(''), '__index', {}) return x end

@@ -1,0 +1,1 @@
+function(x) local function f(n) return f(n + 1) + 1 end return pcall(f, 1) end

@@ -1,0 +1,1 @@
+function(x) pcall(setmetatable, string, {}) pcall(setmetatable, _ENV, nil) return x end

@@ -1,0 +1,1 @@
+function(x) pcall(function() getmetatable('').__index.upper = nil end) pcall(function() getmetatable('').__index = {} end) return x end

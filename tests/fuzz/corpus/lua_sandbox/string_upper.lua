@@ -1,0 +1,1 @@
+function(x) pcall(function() string.upper = function() return 'pwned' end end) return x end

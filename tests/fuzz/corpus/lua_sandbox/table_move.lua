@@ -1,0 +1,1 @@
+function(x) return pcall(table.move, {}, 1, 1e15, 2) end

@@ -1,0 +1,1 @@
+function(x) local t = setmetatable({}, {__len = function() return 1 << 50 end}) return pcall(table.insert, t, 1, 0), pcall(table.remove, t, 1) end

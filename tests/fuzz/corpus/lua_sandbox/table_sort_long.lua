@@ -1,0 +1,1 @@
+function(x) local s, t = string.rep('a', 1 << 20), {} for i = 1, 100000 do t[i] = s end table.sort(t) end

@@ -1,0 +1,1 @@
+function(x) return xpcall(error, function() while true do end end) end
