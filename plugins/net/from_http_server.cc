@@ -18,7 +18,7 @@
 // out; only when every connection is busy do new clients wait in the listen backlog.
 #include <sluice/sluice.hpp>
 
-#include "http_request_reader.hpp"
+#include "http/http_request_reader.hpp"
 #include "net.hpp"
 
 #include <boost/beast/core/string.hpp>

@@ -1,5 +1,5 @@
 // libFuzzer target: the HTTP/1.1 request reader of from_http_server and the admin endpoint
-// (plugins/net/http_request_reader.hpp), with the limits the servers use: 16 KiB for the
+// (lib/http/http_request_reader.hpp), with the limits the servers use: 16 KiB for the
 // header, a chunk line or the trailers, a 64 KiB body (the admin endpoint's; from_http_server's
 // default is 1 MiB, the same code path). The input's first byte sets the size of the pieces
 // the rest is fed in (1..256 bytes), as a socket would deliver it.
@@ -7,7 +7,7 @@
 // Checked beyond "no crash, no leak, no exception": the buffer holds less than the
 // header limit while it waits for input, a refusal is 400, 413 or 431, and a complete request has a
 // body within the limit.
-#include "net/http_request_reader.hpp"
+#include "http/http_request_reader.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "admin/http_server.hpp"
 
-#include "net/http_request_reader.hpp"
+#include "http/http_request_reader.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core.hpp>

@@ -2,7 +2,7 @@
 // at a time per connection, keep-alive, bounded requests, time and connections. It knows
 // nothing about sluice: a handler maps each request to a response, on the control thread.
 //
-// Requests are read by the net plugin's HttpRequestReader (plugins/net/http_request_reader.hpp,
+// Requests are read by HttpRequestReader (lib/http/http_request_reader.hpp,
 // shared with from_http_server and the fuzz target): header, each chunk line and the
 // trailers <= 16 KiB each (else 431), body <= 64 KiB (else 413), obs-fold or a missing
 // Host in HTTP/1.1 is 400; a refusal closes the connection. Nothing a client sends, and

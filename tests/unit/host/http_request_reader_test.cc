@@ -1,7 +1,7 @@
-// The HTTP request reader of both servers (plugins/net/http_request_reader.hpp): requests
+// The HTTP request reader of both servers (lib/http/http_request_reader.hpp): requests
 // in pieces, pipelining, and every bound, including those Boost.Beast leaves to the caller
 // (chunk extensions, trailers, a header dripped field by field, a trailer field over 64 KiB).
-#include "net/http_request_reader.hpp"
+#include "http/http_request_reader.hpp"
 
 #include <gtest/gtest.h>
 
