@@ -68,7 +68,8 @@ class Filenames final : public sdk::Source {
  public:
   static constexpr const char* k_name = "filenames";
   static constexpr const char* k_doc =
-      "Emits the path of each file matching `path` once, as a string (streamz filenames). "
+      "Emits the path of each file matching `path` once, as a string (streamz filenames; a "
+      "path that is not valid UTF-8 is emitted as bytes, which still name the file). "
       "`path` is a directory (then every entry in it, as `DIR/*`) or a glob pattern (`*`, `?`, "
       "`[...]`, as Python's glob: names starting with a dot are not matched by a wildcard; "
       "subdirectories that match are emitted too). Every `poll_interval_ms` the pattern is "
@@ -117,7 +118,8 @@ class FromProcess final : public sdk::Source {
   static constexpr const char* k_doc =
       "Runs `command` (an argv array: program, then arguments; no shell, the program is "
       "looked up in PATH) and emits each line of its standard output as a string without "
-      "the newline (streamz from_process, which emits bytes with it). Unlike streamz, no "
+      "the newline (streamz from_process, which emits bytes with it); in a line that is not "
+      "valid UTF-8 each ill-formed sequence becomes U+FFFD. Unlike streamz, no "
       "output is lost: everything is read up to end of file, even after the child exited; "
       "a last line without a newline is emitted too (`with_end`, as streamz). When the child "
       "exits with status 0 the stream ends; a non-zero status, or death by a signal, fails "

@@ -301,7 +301,15 @@ Result<SourceState> FromProcess::poll(Context ctx, uint32_t budget) {
 
   std::vector<Value> values;
   values.reserve(taken.size());
-  for (const std::string& l : taken) values.push_back(Value::string(l));
+  for (const std::string& l : taken) {
+    if (sdk::valid_utf8(l)) {
+      values.push_back(Value::string(l));
+    } else {  // strings are valid UTF-8
+      std::string fixed;
+      sdk::append_utf8_replacing(fixed, l);
+      values.push_back(Value::string(fixed));
+    }
+  }
   if (!values.empty()) SLUICE_SDK_RETURN_IF_ERROR(ctx.emit_values(values));
   if (more) return SourceState::more;
   if (!finished) return SourceState::idle;

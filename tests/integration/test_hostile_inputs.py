@@ -1,0 +1,329 @@
+"""Hostile text and JSON inputs (issue 18, items 8, 9, 11, 12 and 13): a file without a
+delimiter (/dev/zero, a huge unterminated line), invalid UTF-8 lines written as JSON,
+deeply nested and out-of-range JSON, a 10 MB unknown name in a config, and a sink that
+hits the file size limit. Each run is bounded in time (subprocess timeouts) and, where
+memory is the point, its peak RSS is measured (wait4's rusage of that one child)."""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+import unittest
+
+from sluice_it import (EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, SLUICED, SluiceTestCase,
+                       toml_str, wait_for)
+
+MiB = 1024 * 1024
+# Peak RSS a bounded run stays under. Before the fix /dev/zero reached 468 MiB in 3 s.
+RSS_BOUND_KIB = 200 * 1024
+
+
+def textfile_pipeline(src, out, source_extra="", operators="", sink_input="lines",
+                      fmt="json"):
+    return f"""\
+[sources.lines]
+type = "from_textfile"
+path = {toml_str(src)}
+{source_extra}
+
+{operators}
+
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["{sink_input}"]
+format = "{fmt}"
+path = {toml_str(out)}
+"""
+
+
+class MeasuredRun:
+    """A sluiced process waited for with wait4, so that its own peak RSS is known."""
+
+    def __init__(self, test, argv, preexec_fn=None):
+        self.err_path = test.path(f"measured-{time.monotonic_ns()}.stderr")
+        with open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen([SLUICED, *argv], env=test.env(), cwd=test.tmp,
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=err, preexec_fn=preexec_fn)
+        self.test = test
+        self.returncode = None
+        self.maxrss_kib = None
+
+    def vm_hwm_kib(self):
+        """Peak RSS so far, from /proc (while it runs)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid == self.proc.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                self.proc.returncode = self.returncode  # Popen must not wait again
+                self.maxrss_kib = usage.ru_maxrss
+                return self.returncode
+            if time.monotonic() >= deadline:
+                self.proc.kill()
+                self.proc.wait()
+                self.test.fail(f"sluiced did not finish within {timeout} s\n{self.stderr()}")
+            time.sleep(0.05)
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode("utf-8", errors="replace")
+
+
+class NoDelimiterTest(SluiceTestCase):
+    """from_textfile on input without delimiters: bounded lines, bounded polls."""
+
+    def test_dev_zero_fails_at_max_line_bytes_with_bounded_memory(self):
+        cfg = self.write("p.toml", textfile_pipeline("/dev/zero", self.path("out.json")))
+        run = MeasuredRun(self, ["run", cfg])
+        rc = run.wait(60)
+        stderr = run.stderr()
+        self.assertEqual(rc, EXIT_RUNTIME, stderr)
+        self.assertIn("longer than max_line_bytes (1048576)", stderr)
+        self.assertIn("'/dev/zero'", stderr)
+        self.assertIn("lines", stderr)  # the node
+        self.assertLess(run.maxrss_kib, RSS_BOUND_KIB, stderr)
+
+    def test_dev_zero_skipped_runs_bounded_and_stops_on_sigterm(self):
+        cfg = self.write("p.toml", textfile_pipeline(
+            "/dev/zero", self.path("out.json"), 'on_long_line = "skip"\n'))
+        run = MeasuredRun(self, ["run", cfg])
+        self.assertTrue(wait_for(lambda: "skipped the line at byte 0" in run.stderr(), 30),
+                        run.stderr())
+        time.sleep(2.0)  # reading /dev/zero all along: memory must not grow
+        self.assertIsNone(run.proc.poll(), run.stderr())
+        hwm = run.vm_hwm_kib()
+        self.assertIsNotNone(hwm)
+        self.assertLess(hwm, RSS_BOUND_KIB, run.stderr())
+        t0 = time.monotonic()
+        run.proc.send_signal(signal.SIGTERM)
+        rc = run.wait(30)
+        self.assertEqual(rc, EXIT_OK, run.stderr())
+        # Polls return after 1 MiB: the stop is handled at once, not after a read that
+        # never ends (generous bound: a loaded CI machine).
+        self.assertLess(time.monotonic() - t0, 15, run.stderr())
+        self.assertLess(run.maxrss_kib, RSS_BOUND_KIB, run.stderr())
+
+    def test_huge_unterminated_line_fails_naming_its_offset(self):
+        src = self.path("in.txt")
+        with open(src, "wb") as f:
+            f.write(b"short\n")
+            f.write(b"x" * (3 * MiB))
+        out = self.path("out.json")
+        cfg = self.write("p.toml", textfile_pipeline(src, out, "max_line_bytes = 65536\n"))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_RUNTIME)
+        self.stderr_line_with(r, "the line at byte 6 of", "longer than max_line_bytes (65536)")
+        # The line before it was emitted and written before the failure.
+        self.assertEqual(self.read(out), '"short"\n')
+
+    def test_long_lines_skipped_keep_the_others(self):
+        src = self.path("in.txt")
+        with open(src, "wb") as f:
+            f.write(b"one\n" + b"a" * (2 * MiB) + b"\ntwo\n" + b"b" * 100 + b"\nthree\n"
+                    + b"c" * (2 * MiB))  # the last one ends with the file
+        out = self.path("out.json")
+        cfg = self.write("p.toml", textfile_pipeline(
+            src, out, 'max_line_bytes = 64\non_long_line = "skip"\n'))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(self.read(out), '"one"\n"two"\n"three"\n')
+        self.assertInStderr("skipped the line at byte 4 of", r)
+
+    def test_line_of_exactly_max_line_bytes_is_kept(self):
+        src = self.path("in.txt")
+        with open(src, "wb") as f:
+            f.write(b"y" * 100 + b"\r\n" + b"z" * 100)
+        out = self.path("out.json")
+        cfg = self.write("p.toml", textfile_pipeline(
+            src, out, 'max_line_bytes = 100\ndelimiter = "\\r\\n"\n'))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(self.read(out), f'"{"y" * 100}"\n"{"z" * 100}"\n')
+
+    def test_max_line_bytes_must_be_positive(self):
+        cfg = self.write("p.toml", textfile_pipeline(self.path("x"), self.path("o"),
+                                                     "max_line_bytes = 0\n"))
+        r = self.sluiced("run", cfg)
+        self.assertNotEqual(r.returncode, EXIT_OK, r.describe())
+        self.assertInStderr("max_line_bytes", r)
+
+
+INVALID_LINES = [
+    b"plain ascii",
+    b"caf\xc3\xa9 ok",
+    b"latin-1 caf\xe9",
+    b"lone continuation \x80 byte",
+    b"truncated \xe2\x82 euro",
+    b"overlong \xc0\xaf slash",
+    b"surrogate \xed\xa0\x80 half",
+    b"past max \xf4\x90\x80\x80",
+    b"\xff\xfe\xfd",
+]
+
+
+class InvalidUtf8Test(SluiceTestCase):
+    """Strings are valid UTF-8: from_textfile decides per `invalid_utf8`, and the JSON
+    written is always valid (every line parses with Python's json.loads)."""
+
+    def run_lines(self, extra=""):
+        src = self.path("in.txt")
+        with open(src, "wb") as f:
+            f.write(b"\n".join(INVALID_LINES) + b"\n")
+        out = self.path("out.json")
+        cfg = self.write("p.toml", textfile_pipeline(src, out, extra))
+        r = self.sluiced("run", cfg)
+        got = []
+        if os.path.exists(out):
+            with open(out, "rb") as f:
+                raw = f.read()
+            text = raw.decode("utf-8")  # strict: raises on any invalid byte
+            got = [json.loads(line) for line in text.splitlines()]
+        return r, got
+
+    def test_replaced_by_default_as_python_decodes(self):
+        r, got = self.run_lines()
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(got, [b.decode("utf-8", errors="replace") for b in INVALID_LINES])
+        self.assertInStderr("is not valid UTF-8: replaced with U+FFFD", r)
+
+    def test_bytes_keeps_the_line_exactly(self):
+        import base64
+        r, got = self.run_lines('invalid_utf8 = "bytes"\n')
+        self.assertExit(r, EXIT_OK)
+        expected = []
+        for b in INVALID_LINES:
+            try:
+                expected.append(b.decode("utf-8"))
+            except UnicodeDecodeError:
+                expected.append(base64.b64encode(b).decode("ascii"))
+        self.assertEqual(got, expected)
+
+    def test_skip_drops_the_line(self):
+        r, got = self.run_lines('invalid_utf8 = "skip"\n')
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(got, ["plain ascii", "café ok"])
+        self.assertInStderr("skipped", r)
+
+    def test_fail_names_file_and_offset(self):
+        r, got = self.run_lines('invalid_utf8 = "fail"\n')
+        self.assertExit(r, EXIT_RUNTIME)
+        offset = len(INVALID_LINES[0]) + 1 + len(INVALID_LINES[1]) + 1
+        self.stderr_line_with(r, f"the line at byte {offset} of", "is not valid UTF-8")
+        self.assertEqual(got, ["plain ascii", "café ok"])
+
+
+class JsonInputTest(SluiceTestCase):
+    """json_parse on hostile documents: clean errors naming the node, never a crash."""
+
+    def parse_lines(self, lines, lua=None):
+        src = self.path("in.txt")
+        with open(src, "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+        out = self.path("out.json")
+        ops = """\
+[operators.parse]
+type = "map"
+inputs = ["lines"]
+function = "json_parse"
+"""
+        if lua:
+            ops += f"""
+[operators.lua]
+type = "map"
+inputs = ["parse"]
+lua = {toml_str(lua)}
+"""
+        cfg = self.write("p.toml", textfile_pipeline(src, out, operators=ops,
+                                                     sink_input="lua" if lua else "parse"))
+        r = self.sluiced("run", cfg)
+        got = []
+        if os.path.exists(out):
+            with open(out, "rb") as f:
+                got = [json.loads(line) for line in f.read().decode("utf-8").splitlines()]
+        return r, got
+
+    def test_deep_nesting_is_a_clean_error(self):
+        depth = 100_000
+        r, _ = self.parse_lines([b"[" * depth + b"]" * depth])
+        self.assertExit(r, EXIT_RUNTIME)  # not a signal (a negative code)
+        self.stderr_line_with(r, "parse", "too deep")
+
+    def test_integer_past_int64_is_an_error_not_a_float(self):
+        r, got = self.parse_lines([b"9223372036854775807", b"9223372036854775808"])
+        self.assertExit(r, EXIT_RUNTIME)
+        self.stderr_line_with(r, "parse", "9223372036854775808 is out of range")
+
+    def test_minus_zero_and_floats_keep_their_kind(self):
+        r, got = self.parse_lines([b"-0", b"0", b"-0.0", b"1e19", b"2.5"])
+        self.assertExit(r, EXIT_OK)
+        with open(self.path("out.json"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "-0.0\n0\n-0.0\n1e+19\n2.5\n")
+
+    def test_nan_and_infinity_are_written_as_strings(self):
+        r, got = self.parse_lines([b"1", b"-1", b"0"],
+                                  lua="function(x) return x / 0 end")
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(got, ["Infinity", "-Infinity", "NaN"])
+
+
+class HugeNameTest(SluiceTestCase):
+    """A 10 MB unknown name: no suggestion search over it, and errors that quote it short."""
+
+    def test_ten_megabyte_names(self):
+        huge = "k" * (10 * MiB)
+        for what, text in [
+            ("key", f'[sources.a]\ntype = "from_iterable"\nvalues = [1]\n{huge} = 1\n'),
+            ("type", f'[sources.a]\ntype = "{huge}"\n'),
+            ("node id", f'[sources.a]\ntype = "from_iterable"\nvalues = [1]\n'
+                        f'[sinks.b]\ntype = "print"\ninputs = ["{huge}"]\n'),
+        ]:
+            with self.subTest(what):
+                cfg = self.write("p.toml", text)
+                r = self.sluiced("validate", cfg, timeout=60)
+                self.assertExit(r, EXIT_INVALID)
+                self.assertLess(len(r.stderr), 64 * 1024, r.stderr[:2000])
+                self.assertIn(f"({len(huge)} bytes)", r.stderr, r.stderr[:2000])
+
+
+def limit_file_size(limit):
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+class FileSizeLimitTest(SluiceTestCase):
+    """RLIMIT_FSIZE: the write fails with EFBIG and the sink reports it; no silent SIGXFSZ."""
+
+    def test_sink_reports_file_too_large(self):
+        src = self.path("in.txt")
+        with open(src, "w", encoding="ascii") as f:
+            for i in range(100_000):
+                f.write(f"line number {i}\n")
+        out = self.path("out.txt")
+        cfg = self.write("p.toml", textfile_pipeline(src, out, fmt="text"))
+        run = MeasuredRun(self, ["run", cfg], preexec_fn=limit_file_size(64 * 1024))
+        rc = run.wait(60)
+        stderr = run.stderr()
+        self.assertEqual(rc, EXIT_RUNTIME, f"exit {rc} (-25 is SIGXFSZ)\n{stderr}")
+        self.assertIn("File too large", stderr)
+        line = next((l for l in stderr.splitlines() if "File too large" in l), "")
+        self.assertIn("out", line)
+        self.assertIn(out, line)
+        self.assertLessEqual(os.path.getsize(out), 64 * 1024)
+
+
+if __name__ == "__main__":
+    unittest.main()
