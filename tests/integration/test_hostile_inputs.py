@@ -142,6 +142,38 @@ class NoDelimiterTest(SluiceTestCase):
         self.assertEqual(self.read(out), '"one"\n"two"\n"three"\n')
         self.assertInStderr("skipped the line at byte 4 of", r)
 
+    def test_checkpoint_while_skipping_records_the_long_lines_start(self):
+        # A followed file whose last line is long and unfinished: the checkpoint must
+        # point at that line's start, so that a restart skips it again instead of
+        # emitting its tail as a line.
+        src = self.path("in.txt")
+        with open(src, "wb") as f:
+            f.write(b"a\n" + b"x" * 5000)
+        out = self.path("out.json")
+        cfg = self.write("p.toml", "[checkpoint]\ninterval_ms = 50\ndir = \"ck\"\n"
+                         + textfile_pipeline(src, out, 'max_line_bytes = 100\n'
+                                             'on_long_line = "skip"\nfollow = true\n'
+                                             'poll_interval_ms = 20\n'))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(wait_for(lambda: "skipped the line at byte 2" in self.read(err)
+                                 and "checkpoint epoch" in self.read(err), 20), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        r = self.sluiced("checkpoints", cfg, "--json")
+        self.assertExit(r, EXIT_OK)
+        newest = [e for e in json.loads(r.stdout)["epochs"] if e["newest"]][0]
+        nodes = {n["id"]: n for n in newest["tasks"][0]["nodes"]}
+        self.assertEqual(nodes["lines"]["position"], {"offset": 2})
+        # The long line ends later; a restart (no follow) skips it and reads on.
+        with open(src, "ab") as f:
+            f.write(b"y" * 5000 + b"\nb\n")
+        self.write("p.toml", self.read(cfg).replace("follow = true", "follow = false"))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStderr("restoring checkpoint epoch", r)
+        self.assertInStderr("skipped the line at byte 2", r)
+        self.assertEqual(self.read(out), '"a"\n"b"\n')
+
     def test_line_of_exactly_max_line_bytes_is_kept(self):
         src = self.path("in.txt")
         with open(src, "wb") as f:
