@@ -193,6 +193,30 @@ class NoDelimiterTest(SluiceTestCase):
         self.assertInStderr("max_line_bytes", r)
 
 
+class ProcessNoNewlineTest(SluiceTestCase):
+    """from_process on a child that never ends its line: bounded, then a clean failure."""
+
+    def test_endless_line_kills_the_child_and_fails(self):
+        out = self.path("out.json")
+        cfg = self.write("p.toml", f"""\
+[sources.lines]
+type = "from_process"
+command = ["/bin/sh", "-c", "printf 'a\\nb\\n'; exec cat /dev/zero"]
+
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["lines"]
+path = {toml_str(out)}
+""")
+        run = MeasuredRun(self, ["run", cfg])
+        rc = run.wait(60)
+        stderr = run.stderr()
+        self.assertEqual(rc, EXIT_RUNTIME, stderr)
+        self.assertIn("longer than max_line_bytes (1048576) to its stdout", stderr)
+        self.assertLess(run.maxrss_kib, RSS_BOUND_KIB, stderr)
+        self.assertEqual(self.read(out), '"a"\n"b"\n')
+
+
 INVALID_LINES = [
     b"plain ascii",
     b"caf\xc3\xa9 ok",
