@@ -2,7 +2,10 @@
 delimiter (/dev/zero, a huge unterminated line), invalid UTF-8 lines written as JSON,
 deeply nested and out-of-range JSON, a 10 MB unknown name in a config, and a sink that
 hits the file size limit. Each run is bounded in time (subprocess timeouts) and, where
-memory is the point, its peak RSS is measured (wait4's rusage of that one child)."""
+memory is the point, its peak RSS is measured (wait4's rusage of that one child).
+
+RandomTextTest is a seeded differential fuzz of from_textfile; SLUICE_FUZZ_SEEDS=1000 runs
+more seeds than CI's 25 (a failing seed reproduces by itself)."""
 
 import json
 import os
@@ -227,6 +230,9 @@ INVALID_LINES = [
     b"surrogate \xed\xa0\x80 half",
     b"past max \xf4\x90\x80\x80",
     b"\xff\xfe\xfd",
+    b"truncated emoji \xf0\x9f\x98 end",
+    b"overlong 4-byte \xf0\x80\x80\x80 and F5 \xf5\x80",
+    b"low surrogate \xed\xb0\x80 emoji \xf0\x9f\x98\x80",
 ]
 
 
@@ -246,7 +252,7 @@ class InvalidUtf8Test(SluiceTestCase):
             with open(out, "rb") as f:
                 raw = f.read()
             text = raw.decode("utf-8")  # strict: raises on any invalid byte
-            got = [json.loads(line) for line in text.splitlines()]
+            got = [json.loads(line) for line in text.split("\n")[:-1]]
         return r, got
 
     def test_replaced_by_default_as_python_decodes(self):
@@ -281,6 +287,65 @@ class InvalidUtf8Test(SluiceTestCase):
         self.assertEqual(got, ["plain ascii", "café ok"])
 
 
+class RandomTextTest(SluiceTestCase):
+    """Differential fuzz of from_textfile -> sink_to_textfile json against a model in
+    Python: random bytes (newlines, ASCII, high bytes, long runs), max_line_bytes 64 with
+    skip, invalid UTF-8 replaced. Every output line must parse, and the lines must be the
+    model's: the file split at b"\\n" (even seeds) or b"\\r\\n" (odd ones, which also
+    cross the 64 KiB reads), lines over 64 bytes dropped, decoded with
+    errors="replace", a last line without newline kept. Seeded: failures reproduce."""
+
+    MAX = 64
+
+    @staticmethod
+    def random_input(rng):
+        parts = []
+        for _ in range(rng.randrange(1, 40)):
+            kind = rng.randrange(6)
+            if kind == 0:
+                parts.append(b"\n")
+            elif kind == 1:
+                parts.append(bytes(rng.randrange(32, 127) for _ in range(rng.randrange(0, 30))))
+            elif kind == 2:
+                parts.append(bytes(rng.randrange(128, 256) for _ in range(rng.randrange(1, 6))))
+            elif kind == 3:
+                parts.append(rng.choice([b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80",
+                                         b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"]))
+            elif kind == 4:  # sometimes past a 64 KiB read, to cross chunk boundaries
+                n = rng.randrange(60, 200) if rng.randrange(4) else rng.randrange(60000, 140000)
+                parts.append(bytes([rng.choice([10, 13, 97, 0xc3, 0xa9])]) * n)
+            else:
+                parts.append(b"\x00\t\r\n\"\\\r")
+        return b"".join(parts)
+
+    def model(self, data, delimiter):
+        lines = data.split(delimiter)
+        if lines and lines[-1] == b"":
+            lines.pop()  # the file ended with a newline
+        return [l.decode("utf-8", errors="replace") for l in lines if len(l) <= self.MAX]
+
+    def test_random_inputs_match_the_model(self):
+        import random
+        for seed in range(int(os.environ.get("SLUICE_FUZZ_SEEDS", "25"))):
+            rng = random.Random(seed)
+            data = self.random_input(rng)
+            with self.subTest(seed=seed):
+                src = self.path(f"in-{seed}.bin")
+                out = self.path(f"out-{seed}.json")
+                with open(src, "wb") as f:
+                    f.write(data)
+                delimiter = b"\n" if seed % 2 == 0 else b"\r\n"
+                cfg = self.write(f"p-{seed}.toml", textfile_pipeline(
+                    src, out, f'max_line_bytes = {self.MAX}\non_long_line = "skip"\n'
+                    f'delimiter = {json.dumps(delimiter.decode())}\n'))
+                r = self.sluiced("run", cfg, timeout=60)
+                self.assertExit(r, EXIT_OK)
+                with open(out, "rb") as f:
+                    text = f.read().decode("utf-8")  # strict
+                got = [json.loads(line) for line in text.split("\n")[:-1]]
+                self.assertEqual(got, self.model(data, delimiter), repr(data[:2000]))
+
+
 class JsonInputTest(SluiceTestCase):
     """json_parse on hostile documents: clean errors naming the node, never a crash."""
 
@@ -308,7 +373,7 @@ lua = {toml_str(lua)}
         got = []
         if os.path.exists(out):
             with open(out, "rb") as f:
-                got = [json.loads(line) for line in f.read().decode("utf-8").splitlines()]
+                got = [json.loads(line) for line in f.read().decode("utf-8").split("\n")[:-1]]
         return r, got
 
     def test_deep_nesting_is_a_clean_error(self):
