@@ -376,6 +376,53 @@ lua = {toml_str(lua)}
                 got = [json.loads(line) for line in f.read().decode("utf-8").split("\n")[:-1]]
         return r, got
 
+    def test_random_documents_round_trip_as_python_reads_them(self):
+        # Differential: what Python's json writes, sluice reads and writes back to the
+        # same value (ints exact, floats bit for bit, -0.0 kept, strings and keys exact,
+        # key order kept).
+        import math
+        import random
+        rng = random.Random(18)
+
+        def value(depth):
+            kind = rng.randrange(9 if depth < 6 else 6)
+            if kind == 0:
+                return rng.choice([None, True, False])
+            if kind == 1:
+                return rng.choice([0, 1, -1, 2**63 - 1, -2**63, rng.randrange(-2**63, 2**63)])
+            if kind == 2:
+                return rng.choice([0.0, -0.0, 0.1, 1e300, -1e-300, 5e-324, 2.0**63,
+                                   rng.uniform(-1e20, 1e20), rng.random()])
+            if kind in (3, 4, 5):
+                return "".join(rng.choice(["a", "\u00e9", "\u20ac", "\U0001f600", "\"",
+                                           "\\", "\n", "\x00", "\x1f", "\u2028", "/", " "])
+                               for _ in range(rng.randrange(0, 12)))
+            if kind in (6, 7):
+                return [value(depth + 1) for _ in range(rng.randrange(0, 5))]
+            return {f"k{i}{value(9) if rng.randrange(3) == 0 else ''}": value(depth + 1)
+                    for i in range(rng.randrange(0, 5))}
+
+        docs = [value(0) for _ in range(300)]
+        lines = [json.dumps(d, ensure_ascii=bool(rng.randrange(2))).encode() for d in docs]
+        r, got = self.parse_lines(lines)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(len(got), len(docs))
+
+        def same(a, b):
+            if isinstance(a, float) or isinstance(b, float):
+                return (isinstance(a, float) and isinstance(b, float) and a == b
+                        and math.copysign(1, a) == math.copysign(1, b))
+            if isinstance(a, list):
+                return (isinstance(b, list) and len(a) == len(b)
+                        and all(same(x, y) for x, y in zip(a, b)))
+            if isinstance(a, dict):
+                return (isinstance(b, dict) and list(a) == list(b)
+                        and all(same(a[k], b[k]) for k in a))
+            return type(a) is type(b) and a == b
+
+        for i, (want, have) in enumerate(zip(docs, got)):
+            self.assertTrue(same(want, have), f"document {i}: {lines[i]!r} came back as {have!r}")
+
     def test_deep_nesting_is_a_clean_error(self):
         depth = 100_000
         r, _ = self.parse_lines([b"[" * depth + b"]" * depth])
