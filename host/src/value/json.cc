@@ -24,7 +24,7 @@ class Decoder {
  public:
   explicit Decoder(std::string_view text)
       : text_(text),
-        may_have_minus_zero_(text.find("-0") != std::string_view::npos),
+        may_have_minus_zero_(has_minus_zero_token(text)),
         may_have_escapes_(text.find("\\u") != std::string_view::npos) {}
 
   Result<Value> convert(simdjson::dom::element e) {
@@ -52,7 +52,10 @@ class Decoder {
         }
         return Value::floating(d);
       }
-      case element_type::STRING: return Value::string(text_of(std::string_view(e.get_string())));
+      case element_type::STRING: {
+        const std::string_view text(e.get_string());
+        return Value::string(may_have_escapes_ ? text_of(text) : text);
+      }
       case element_type::ARRAY: {
         std::vector<Value> items;
         for (simdjson::dom::element item : e.get_array()) {
@@ -65,7 +68,8 @@ class Decoder {
         std::vector<std::pair<std::string, Value>> entries;
         for (simdjson::dom::key_value_pair kv : e.get_object()) {
           SLUICE_ASSIGN_OR_RETURN(Value v, convert(kv.value));
-          entries.emplace_back(std::string(text_of(kv.key)), std::move(v));
+          entries.emplace_back(std::string(may_have_escapes_ ? text_of(kv.key) : kv.key),
+                               std::move(v));
         }
         return Value::object(entries);
       }
@@ -86,11 +90,26 @@ class Decoder {
   }
 
  private:
+  // "-0" not followed by a digit, '.' or an exponent: what a "-0" literal looks like (a
+  // date's "-05" or a "-0.5" is not). Also true for such text inside a string (rare): the
+  // scan then decides.
+  static bool has_minus_zero_token(std::string_view text) {
+    for (size_t at = text.find("-0"); at != std::string_view::npos; at = text.find("-0", at + 2)) {
+      if (at + 2 == text.size()) return true;
+      const char next = text[at + 2];
+      if (!std::isdigit(static_cast<unsigned char>(next)) && next != '.' && next != 'e' &&
+          next != 'E') {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // simdjson checks the UTF-8 of the text but lets an escaped lone surrogate ("\ud800")
   // through as the bytes of one: strings are valid UTF-8, so that becomes U+FFFD.
   // Valid until the next call.
   std::string_view text_of(std::string_view s) {
-    if (!may_have_escapes_ || sdk::valid_utf8(s)) return s;
+    if (sdk::valid_utf8(s)) return s;
     fixed_.clear();
     sdk::append_utf8_replacing(fixed_, s);
     return fixed_;
