@@ -121,6 +121,30 @@ TEST(JsonUtf8, EscapedLoneSurrogatesDecodeToReplacementCharacters) {
   }
 }
 
+// sdk::valid_utf8 checks ASCII 16 and 8 bytes at a time: a non-ASCII byte at every
+// position of strings up to 40 bytes must be found as a sequence-by-sequence check does.
+TEST(JsonUtf8, FastAsciiPathAgreesWithTheSequenceCheck) {
+  const auto reference = [](std::string_view s) {
+    size_t bad = 0;
+    for (size_t at = 0; at < s.size();) {
+      const size_t n = sdk::utf8_sequence_at(s, at, bad);
+      if (n == 0) return false;
+      at += n;
+    }
+    return true;
+  };
+  for (const char* insert : {"\x80", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xFF",
+                             "\xE2\x82", "\xED\xA0\x80"}) {
+    for (size_t len = 0; len <= 40; ++len) {
+      for (size_t pos = 0; pos <= len; ++pos) {
+        std::string s(len, 'a');
+        s.insert(pos, insert);
+        EXPECT_EQ(sdk::valid_utf8(s), reference(s)) << "len " << len << " pos " << pos;
+      }
+    }
+  }
+}
+
 TEST(JsonUtf8, ParserRejectsInvalidUtf8) {
   auto v = json_parse("\"a\xFF\"");
   ASSERT_FALSE(v.is_ok());

@@ -7,6 +7,8 @@
 #define SLUICE_DETAIL_UTF8_HPP
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -51,10 +53,33 @@ constexpr size_t utf8_sequence_at(std::string_view s, size_t at, size_t& bad) no
 }
 
 /// True when `s` is well-formed UTF-8. Thread-safe. Since: SDK 1.1 (header-only, any host).
-constexpr bool valid_utf8(std::string_view s) noexcept {
+inline bool valid_utf8(std::string_view s) noexcept {
+  const char* p = s.data();
+  const size_t size = s.size();
+  size_t at = 0;
+  // Most text is ASCII: 16 bytes at a time, the rest as one (overlapping) 8-byte load.
+  constexpr uint64_t k_high = 0x8080808080808080u;
+  uint64_t a = 0;
+  uint64_t b = 0;
+  for (; size - at >= 16; at += 16) {
+    std::memcpy(&a, p + at, 8);
+    std::memcpy(&b, p + at + 8, 8);
+    if (((a | b) & k_high) != 0) break;
+  }
+  if (size - at < 16) {  // no non-ASCII byte before `at`
+    if (size >= 8) {     // [at, size) is at most 15 bytes: two loads cover it
+      std::memcpy(&a, p + (size - at >= 8 ? at : size - 8), 8);
+      std::memcpy(&b, p + size - 8, 8);
+      if (((a | b) & k_high) == 0) return true;
+    } else {
+      bool ascii = true;
+      for (size_t i = at; i < size; ++i) ascii &= static_cast<unsigned char>(p[i]) < 0x80;
+      if (ascii) return true;
+    }
+  }
   size_t bad = 0;
-  for (size_t at = 0; at < s.size();) {
-    if (static_cast<unsigned char>(s[at]) < 0x80) {
+  while (at < size) {
+    if (static_cast<unsigned char>(p[at]) < 0x80) {
       ++at;
       continue;
     }
