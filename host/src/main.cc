@@ -102,6 +102,9 @@ int cmd_test(const std::string& config, const std::string& tests_file,
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error to report, not a kill
+  // A write past RLIMIT_FSIZE fails with EFBIG ("File too large"), reported by the sink
+  // like any other write error, instead of a silent kill (SIGXFSZ's default action).
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"sluiced: the sluice streaming dataflow daemon"};
   app.footer(
       "Exit codes: 0 ok (sources ended, or a signal's drain finished); 1 the pipeline failed "

@@ -24,6 +24,12 @@ using sdk::ValueRef;
 namespace {
 // The config of the node being created, for the member initialisers below.
 Config config_of(const sl_node_init& init) { return Config(init); }
+
+// A path as a value: a string when it is valid UTF-8 (strings always are), else its bytes,
+// which still open the same file (a replaced name would not).
+Value path_value(const std::string& p) {
+  return sdk::valid_utf8(p) ? Value::string(p) : Value::bytes(p);
+}
 }  // namespace
 
 Filenames::Filenames(const sl_node_init& init) : Filenames(init, config_of(init)) {}
@@ -84,7 +90,7 @@ Result<SourceState> Filenames::poll(Context ctx, uint32_t budget) {
   out_.clear();
   const size_t n = std::min<size_t>(std::max<uint32_t>(budget, 1), new_.size());
   for (size_t i = 0; i < n; ++i) {
-    out_.push_back(Value::string(new_.front()));
+    out_.push_back(path_value(new_.front()));
     seen_.insert(std::move(new_.front()));
     new_.pop_front();
   }
@@ -101,7 +107,7 @@ Result<SourceState> Filenames::poll(Context ctx, uint32_t budget) {
 Result<Value> Filenames::snapshot(Context /*ctx*/) {
   std::vector<Value> seen;
   seen.reserve(seen_.size());
-  for (const std::string& p : seen_) seen.push_back(Value::string(p));
+  for (const std::string& p : seen_) seen.push_back(path_value(p));
   return Value::object({{"seen", Value::array(seen)}});
 }
 
@@ -114,7 +120,7 @@ Status Filenames::restore(Context /*ctx*/, ValueRef state) {
   seen_.clear();
   for (size_t i = 0; i < seen->size(); ++i) {
     const Value p = (*seen)[i];
-    if (!p.is_string()) {
+    if (!p.is_string() && !p.is_bytes()) {
       return sdk::invalid_argument("filenames: checkpoint 'seen' holds a non-string: " +
                                    p.to_json());
     }

@@ -26,6 +26,15 @@ using sdk::ValueRef;
 namespace {
 // The config of the node being created, for the member initialisers below.
 Config config_of(const sl_node_init& init) { return Config(init); }
+
+// Logs at the 1st, 2nd, 4th, 8th... occurrence: visible, but a file full of bad lines
+// cannot flood the log.
+void warn_sometimes(Context ctx, uint64_t& counter, const std::string& what) {
+  ++counter;
+  if ((counter & (counter - 1)) == 0) {
+    ctx.log_warn(what + " (" + std::to_string(counter) + " so far)");
+  }
+}
 }  // namespace
 
 FromTextfile::FromTextfile(const sl_node_init& init) : FromTextfile(init, config_of(init)) {}
@@ -36,7 +45,16 @@ FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
       from_end_(cfg.get_bool("from_end")),
       follow_(cfg.get_bool("follow")),
       poll_interval_(cfg.get_duration("poll_interval_ms")),
-      reads_(init.task_index == 0) {
+      reads_(init.task_index == 0),
+      max_line_(0),
+      on_long_line_(static_cast<LongLine>(cfg.get_choice("on_long_line", {"fail", "skip"}))),
+      invalid_utf8_(static_cast<InvalidUtf8>(
+          cfg.get_choice("invalid_utf8", {"replace", "bytes", "skip", "fail"}))) {
+  const int64_t max_line = cfg.get_int("max_line_bytes");
+  if (max_line <= 0) {
+    cfg.fail("max_line_bytes", "must be positive (got " + std::to_string(max_line) + ")");
+  }
+  max_line_ = static_cast<size_t>(max_line);
   if (path_.empty()) cfg.fail("path", "must not be empty");
   if (delimiter_.empty()) cfg.fail("delimiter", R"(must not be empty ("\n" reads lines))");
   if (poll_interval_.count() <= 0) {
@@ -121,7 +139,57 @@ Result<bool> FromTextfile::restart_if_truncated(Context ctx) {
   buf_.clear();
   begin_ = scan_ = 0;
   file_pos_ = 0;
+  skipping_ = false;
   return true;
+}
+
+Status FromTextfile::line_too_long(Context ctx, size_t length_so_far) {
+  const std::string where =
+      "the line at byte " + std::to_string(offset_of(begin_)) + " of '" + path_ + "'";
+  if (on_long_line_ == LongLine::fail) {
+    return sdk::out_of_range("from_textfile: " + where + " is longer than max_line_bytes (" +
+                             std::to_string(max_line_) + "): " + std::to_string(length_so_far) +
+                             " bytes or more (raise max_line_bytes, or set on_long_line = "
+                             "\"skip\")");
+  }
+  warn_sometimes(ctx, long_lines_,
+                 "from_textfile: skipped " + where + ", longer than max_line_bytes (" +
+                     std::to_string(max_line_) + ")");
+  return {};
+}
+
+Status FromTextfile::take_line(Context ctx, size_t end) {
+  if (skipping_) {  // the end of a long line being skipped
+    skipping_ = false;
+    return {};
+  }
+  const std::string_view line = std::string_view(buf_).substr(begin_, end - begin_);
+  if (line.size() > max_line_) return line_too_long(ctx, line.size());
+  if (sdk::valid_utf8(line)) {
+    out_.push_back(Value::string(line));
+    return {};
+  }
+  const std::string where = "the line at byte " + std::to_string(offset_of(begin_)) + " of '" +
+                            path_ + "' is not valid UTF-8";
+  switch (invalid_utf8_) {
+    case InvalidUtf8::replace: {
+      std::string fixed;
+      fixed.reserve(line.size() + 16);
+      sdk::append_utf8_replacing(fixed, line);
+      out_.push_back(Value::string(fixed));
+      warn_sometimes(ctx, bad_utf8_, "from_textfile: " + where + ": replaced with U+FFFD");
+      return {};
+    }
+    case InvalidUtf8::bytes: out_.push_back(Value::bytes(line)); return {};
+    case InvalidUtf8::skip:
+      warn_sometimes(ctx, bad_utf8_, "from_textfile: " + where + ": skipped");
+      return {};
+    case InvalidUtf8::fail:
+      return sdk::invalid_argument("from_textfile: " + where +
+                                   " (invalid_utf8 = \"fail\"; \"replace\", \"bytes\" or "
+                                   "\"skip\" would go on)");
+  }
+  return {};
 }
 
 Result<SourceState> FromTextfile::poll(Context ctx, uint32_t budget) {
@@ -129,28 +197,49 @@ Result<SourceState> FromTextfile::poll(Context ctx, uint32_t budget) {
   if (fd_ < 0) return sdk::failed_precondition("from_textfile: polled while the file is closed");
   const size_t limit = std::max<uint32_t>(budget, 1);
   bool at_eof = false;
+  size_t read_now = 0;
   out_.clear();
+  // The lines taken before a failure still go out first: they precede it in the file.
+  auto failed = [&](Status error) -> Status {
+    if (!out_.empty()) static_cast<void>(ctx.emit_values(out_));
+    out_.clear();
+    return error;
+  };
   while (out_.size() < limit) {
     const std::string_view buf(buf_);
     const size_t pos = buf.find(delimiter_, scan_);
     if (pos != std::string_view::npos) {
-      out_.push_back(Value::string(buf.substr(begin_, pos - begin_)));
+      if (Status st = take_line(ctx, pos); !st.is_ok()) return failed(std::move(st));
       begin_ = scan_ = pos + delimiter_.size();
       continue;
     }
     // No whole line left; a delimiter may still begin in the last size-1 bytes.
     scan_ = std::max(begin_, buf.size() - std::min(buf.size(), delimiter_.size() - 1));
+    // Bytes before scan_ belong to the line for sure: bound it before reading more.
+    if (!skipping_ && scan_ - begin_ > max_line_) {
+      if (Status st = line_too_long(ctx, scan_ - begin_); !st.is_ok()) {
+        return failed(std::move(st));
+      }
+      skipping_ = true;
+      skip_from_ = offset_of(begin_);
+    }
+    if (skipping_) begin_ = scan_;               // keep only what may start the delimiter
+    if (read_now >= k_max_read_per_poll) break;  // the rest in the next poll
     SLUICE_SDK_ASSIGN_OR_RETURN(const size_t n, read_chunk());
     if (n == 0) {
       at_eof = true;
       break;
     }
+    read_now += n;
   }
 
   SourceState state = SourceState::more;
   if (at_eof && !follow_) {
-    if (begin_ < buf_.size() && out_.size() < limit) {  // the last line has no delimiter
-      out_.push_back(Value::string(std::string_view(buf_).substr(begin_)));
+    if (skipping_) {  // the long line ends with the file
+      skipping_ = false;
+      begin_ = scan_ = buf_.size();
+    } else if (begin_ < buf_.size() && out_.size() < limit) {  // a last line without delimiter
+      if (Status st = take_line(ctx, buf_.size()); !st.is_ok()) return failed(std::move(st));
       begin_ = scan_ = buf_.size();
     }
     if (begin_ == buf_.size()) state = SourceState::done;

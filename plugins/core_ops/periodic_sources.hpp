@@ -68,7 +68,8 @@ class Filenames final : public sdk::Source {
  public:
   static constexpr const char* k_name = "filenames";
   static constexpr const char* k_doc =
-      "Emits the path of each file matching `path` once, as a string (streamz filenames). "
+      "Emits the path of each file matching `path` once, as a string (streamz filenames; a "
+      "path that is not valid UTF-8 is emitted as bytes, which still name the file). "
       "`path` is a directory (then every entry in it, as `DIR/*`) or a glob pattern (`*`, `?`, "
       "`[...]`, as Python's glob: names starting with a dot are not matched by a wildcard; "
       "subdirectories that match are emitted too). Every `poll_interval_ms` the pattern is "
@@ -117,7 +118,8 @@ class FromProcess final : public sdk::Source {
   static constexpr const char* k_doc =
       "Runs `command` (an argv array: program, then arguments; no shell, the program is "
       "looked up in PATH) and emits each line of its standard output as a string without "
-      "the newline (streamz from_process, which emits bytes with it). Unlike streamz, no "
+      "the newline (streamz from_process, which emits bytes with it); in a line that is not "
+      "valid UTF-8 each ill-formed sequence becomes U+FFFD. Unlike streamz, no "
       "output is lost: everything is read up to end of file, even after the child exited; "
       "a last line without a newline is emitted too (`with_end`, as streamz). When the child "
       "exits with status 0 the stream ends; a non-zero status, or death by a signal, fails "
@@ -126,8 +128,10 @@ class FromProcess final : public sdk::Source {
       "`with_stderr = true` merges stderr into the emitted lines (then the error shows the "
       "last output lines). Standard input is /dev/null. Memory is bounded: a reader thread "
       "holds at most about 1 MiB of lines and stops reading while the source is not polled "
-      "(back-pressure), which pauses the child once the pipe is full; a single line is held "
-      "whole. When the pipeline stops before the child ends, the child gets SIGTERM, then "
+      "(back-pressure), which pauses the child once the pipe is full; a line is at most "
+      "`max_line_bytes`: a longer one (on stdout or stderr) kills the child (SIGKILL) and "
+      "fails the node after the lines before it were emitted. When the pipeline stops before the "
+      "child ends, the child gets SIGTERM, then "
       "SIGKILL after 1 s. Not stateful: a child's output cannot be resumed mid-stream, so a "
       "restored pipeline starts the command again. With several tasks, only task 0 runs it.";
   static constexpr std::array k_params{
@@ -137,6 +141,9 @@ class FromProcess final : public sdk::Source {
                  "Emit the child's stderr lines too (merged with stdout)."),
       sdk::param("with_end", SL_PARAM_BOOL, "true",
                  "Emit a last line that has no trailing newline."),
+      sdk::param("max_line_bytes", SL_PARAM_INT, "1048576",
+                 "Longest line in bytes, without its newline (> 0); a longer one kills the "
+                 "child and fails the node."),
   };
 
   explicit FromProcess(const sl_node_init& init);
@@ -164,6 +171,7 @@ class FromProcess final : public sdk::Source {
   std::vector<std::string> argv_;
   bool with_stderr_;
   bool with_end_;
+  size_t max_line_;
   bool runs_;  // task 0 runs the command
   sl_context* ctx_;
 

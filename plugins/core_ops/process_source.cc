@@ -93,8 +93,15 @@ FromProcess::FromProcess(const sl_node_init& init, const Config& cfg)
     : argv_(argv_of(cfg)),
       with_stderr_(cfg.get_bool("with_stderr")),
       with_end_(cfg.get_bool("with_end")),
+      max_line_(0),
       runs_(init.task_index == 0),  // one child, no partitions: task 0 runs it
-      ctx_(init.ctx) {}
+      ctx_(init.ctx) {
+  const int64_t max_line = cfg.get_int("max_line_bytes");
+  if (max_line <= 0) {
+    cfg.fail("max_line_bytes", "must be positive (got " + std::to_string(max_line) + ")");
+  }
+  max_line_ = static_cast<size_t>(max_line);
+}
 
 FromProcess::~FromProcess() { shut_down(); }
 
@@ -230,6 +237,16 @@ void FromProcess::read_loop() {
         partial.clear();
       } else {
         split_lines(partial, std::string_view(buf.data(), static_cast<size_t>(n)), lines);
+        if (partial.size() > max_line_) {
+          // Memory stays bounded: a line without end is not buffered on. The child is
+          // not reaped yet (only this thread reaps it), so pid_ is still its pid.
+          failure = "the command wrote a line longer than max_line_bytes (" +
+                    std::to_string(max_line_) + ") to its " + (is_stdout ? "stdout" : "stderr") +
+                    ": killed it (SIGKILL)";
+          ::kill(pid_, SIGKILL);
+          open = false;
+          partial.clear();
+        }
       }
       if (is_stdout) {
         push_lines(lines);
@@ -301,7 +318,15 @@ Result<SourceState> FromProcess::poll(Context ctx, uint32_t budget) {
 
   std::vector<Value> values;
   values.reserve(taken.size());
-  for (const std::string& l : taken) values.push_back(Value::string(l));
+  for (const std::string& l : taken) {
+    if (sdk::valid_utf8(l)) {
+      values.push_back(Value::string(l));
+    } else {  // strings are valid UTF-8
+      std::string fixed;
+      sdk::append_utf8_replacing(fixed, l);
+      values.push_back(Value::string(fixed));
+    }
+  }
   if (!values.empty()) SLUICE_SDK_RETURN_IF_ERROR(ctx.emit_values(values));
   if (more) return SourceState::more;
   if (!finished) return SourceState::idle;

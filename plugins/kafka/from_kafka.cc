@@ -310,7 +310,13 @@ Result<Value> KafkaSource::decode_value(rd_kafka_message_t* m, bool& owns_messag
   if (m->payload == nullptr) return Value();  // a tombstone
   const auto* data = static_cast<const char*>(m->payload);
   switch (format_) {
-    case Format::string: return Value::string({data, m->len});
+    case Format::string:
+      // Strings are valid UTF-8 (docs/ARCHITECTURE.md): another payload does not decode.
+      if (!sdk::valid_utf8({data, m->len})) {
+        return sdk::invalid_argument(
+            "value is not valid UTF-8 (value_format = \"string\"; \"bytes\" takes any payload)");
+      }
+      return Value::string({data, m->len});
     case Format::json: {
       Result<Value> v = sdk::parse_json({data, m->len});
       if (!v.is_ok()) return sdk::invalid_argument("value is not valid JSON");

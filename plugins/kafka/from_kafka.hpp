@@ -48,8 +48,8 @@ namespace sluice::kafka {
                  "instead of bare values."),                                                      \
       sdk::param("value_format", SL_PARAM_STRING, "\"bytes\"",                                    \
                  "\"bytes\" (as streamz; payloads over 512 bytes are not copied), \"string\" "    \
-                 "(UTF-8 text) or \"json\" (parsed; "                                             \
-                 "a decode failure is handled by `on_error`)."),                                  \
+                 "(UTF-8 text: another payload does not decode) or \"json\" (parsed; a "          \
+                 "decode failure is handled by `on_error`)."),                                    \
       sdk::param("on_error", SL_PARAM_STRING, "\"fail\"",                                         \
                  "A message whose value does not decode: \"fail\" the node, \"skip\" it (with a " \
                  "warning), or \"dead_letter\": produce it unchanged to `dead_letter_topic` "     \

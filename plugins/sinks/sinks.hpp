@@ -52,7 +52,9 @@ class SinkToTextfile final : public sdk::Sink {
       sdk::required("path", SL_PARAM_STRING,
                     "The file to write; `{task}` is replaced by the task index."),
       sdk::param("format", SL_PARAM_STRING, "\"json\"",
-                 R"("json" (one compact JSON document per line) or "text" (strings, raw).)"),
+                 R"("json" (one compact JSON document per line, always valid UTF-8: bytes as )"
+                 R"(base64, NaN and infinities as the strings "NaN", "Infinity", "-Infinity") )"
+                 R"(or "text" (strings, raw).)"),
       sdk::param("append", SL_PARAM_BOOL, "false",
                  "Append to the file instead of truncating it at start."),
       sdk::param("flush", SL_PARAM_STRING, "\"batch\"",

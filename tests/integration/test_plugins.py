@@ -6,10 +6,11 @@ import json
 import os
 import shutil
 import stat
+import struct
 import unittest
 
-from sluice_it import (EXIT_INVALID, EXIT_OK, SluiceTestCase, broken, plugin_file,
-                       toml_str)
+from sluice_it import (EXIT_INVALID, EXIT_OK, SluiceTestCase, broken, line_col,
+                       plugin_file, toml_str)
 
 
 def good_pipeline(out_path):
@@ -146,6 +147,126 @@ class TamperablePluginTest(SluiceTestCase):
         r = self.sluiced("run", cfg)
         self.assertExit(r, EXIT_INVALID)
         self.stderr_line_with(r, "plugins", "0757")
+
+
+class UnsafePluginFileTest(SluiceTestCase):
+    """Files named *.so that are not loadable shared objects, and directories others could
+    swap through an ancestor: refused with a clear message before dlopen, never a SIGBUS
+    or a hang."""
+
+    def plugin_dir_with(self, name="plugins", parent_mode=None):
+        parent = self.tmp
+        if parent_mode is not None:
+            parent = self.mkdir("parent")
+        d = os.path.join(parent, name)
+        os.makedirs(d)
+        os.chmod(d, 0o755)
+        if parent_mode is not None:
+            os.chmod(parent, parent_mode)
+            self.addCleanup(os.chmod, parent, 0o755)
+        return d
+
+    def good_copy(self, d):
+        src = plugin_file(broken("old_abi"), "old_node_type")
+        dst = os.path.join(d, os.path.basename(src))
+        shutil.copy2(src, dst)
+        os.chmod(dst, 0o755)
+        return dst
+
+    def validate(self, d, timeout=60):
+        cfg = self.write("p.toml", good_pipeline(self.path("out.txt")))
+        return self.sluiced("validate", cfg, "--plugin-dir", d, timeout=timeout)
+
+    @staticmethod
+    def loaded_end(path):
+        """Where the last byte the dynamic loader maps (PT_LOAD) ends: a file cut before it
+        made dlopen die of SIGBUS (ELF64 little-endian, as the build machine)."""
+        with open(path, "rb") as f:
+            data = f.read()
+        phoff, = struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+        end = 0
+        for i in range(phnum):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(
+                "<IIQQQQ", data, phoff + i * phentsize)
+            if p_type == 1:  # PT_LOAD
+                end = max(end, p_offset + p_filesz)
+        return end
+
+    def test_truncated_elf_is_refused_not_a_sigbus(self):
+        d = self.plugin_dir_with()
+        f = self.good_copy(d)
+        end = self.loaded_end(f)
+        self.assertGreater(end, 4096)
+        for keep in (end - 1, end // 2, 200, 40, 3):
+            with self.subTest(keep=keep):
+                os.truncate(f, keep)
+                r = self.validate(d)
+                self.assertExit(r, EXIT_INVALID)  # was -7 (SIGBUS) at size // 2
+                line = self.stderr_line_with(r, f, "cannot load")
+                if keep >= 64:
+                    self.assertIn("truncated ELF file", line)
+
+    def test_not_elf_is_refused(self):
+        d = self.plugin_dir_with()
+        f = os.path.join(d, "libtext.so")
+        with open(f, "w", encoding="ascii") as out:
+            out.write("this is not a shared object\n" * 100)
+        os.chmod(f, 0o755)
+        r = self.validate(d)
+        self.assertExit(r, EXIT_INVALID)
+        self.stderr_line_with(r, f, "not an ELF shared object")
+
+    def test_fifo_is_refused_without_blocking(self):
+        d = self.plugin_dir_with()
+        f = os.path.join(d, "libfifo.so")
+        os.mkfifo(f, 0o644)
+        r = self.validate(d, timeout=30)  # nobody ever writes to it: a hang fails here
+        self.assertExit(r, EXIT_INVALID)
+        self.stderr_line_with(r, f, "a FIFO, not a regular file")
+
+    def test_world_writable_non_sticky_ancestor_is_refused(self):
+        d = self.plugin_dir_with(parent_mode=0o777)
+        self.good_copy(d)
+        r = self.validate(d)
+        self.assertExit(r, EXIT_INVALID)
+        line = self.stderr_line_with(r, d, "ancestor directory", self.path("parent"), "0777")
+        self.assertIn("not sticky", line)
+
+    def test_group_writable_non_sticky_ancestor_is_refused(self):
+        d = self.plugin_dir_with(parent_mode=0o775)
+        self.good_copy(d)
+        r = self.validate(d)
+        self.assertExit(r, EXIT_INVALID)
+        self.stderr_line_with(r, d, "ancestor directory", "0775")
+
+    def test_sticky_world_writable_ancestor_is_fine(self):
+        d = self.plugin_dir_with(parent_mode=0o1777)  # as /tmp
+        self.good_copy(d)
+        r = self.validate(d)
+        self.assertExit(r, EXIT_OK)
+
+    def test_plugin_dirs_problem_carries_the_config_position(self):
+        d = self.plugin_dir_with(parent_mode=0o777)
+        self.good_copy(d)
+        text = 'name = "x"\nplugin_dirs = ["parent/plugins"]\n' + good_pipeline(self.path("o"))
+        cfg = self.write("p.toml", text)
+        line_no, col = line_col(text, '"parent/plugins"')
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        line = self.stderr_line_with(r, "ancestor directory")
+        self.assertTrue(line.startswith(f"{cfg}:{line_no}:{col}: error: key 'plugin_dirs': "),
+                        line)
+
+    def test_missing_plugin_dir_carries_the_config_position(self):
+        text = 'plugin_dirs = ["nowhere"]\n' + good_pipeline(self.path("o"))
+        cfg = self.write("p.toml", text)
+        line_no, col = line_col(text, '"nowhere"')
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        line = self.stderr_line_with(r, "does not exist")
+        self.assertTrue(line.startswith(f"{cfg}:{line_no}:{col}: error: key 'plugin_dirs': "),
+                        line)
 
 
 if __name__ == "__main__":

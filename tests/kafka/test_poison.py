@@ -8,7 +8,7 @@ map(json_parse) node `parse`:
                (a to_kafka sink reading "parse.dead_letter") with a `sluice.error` header
 
 and the same for the source's own decoding (value_format = "json", the source's on_error
-and dead_letter_topic).
+and dead_letter_topic), and for payloads that are not UTF-8 under value_format = "string".
 """
 
 import json
@@ -213,6 +213,43 @@ config = {self.producer_config()}
             headers = dict(r["headers"])
             self.assertEqual(headers.get("origin"), "test", r)
             self.assertTrue(headers.get("sluice.error", "").strip(), r)
+        rc, _ = self.stop_sluiced(proc, err)
+        self.assertEqual(rc, EXIT_OK, self.read(err))
+
+
+class SourceUtf8PoisonTest(KafkaTestCase):
+    """value_format = "string": strings are valid UTF-8, so a payload that is not does not
+    decode and goes to the source's on_error (it used to become an invalid string)."""
+
+    TOPICS = {"in": 1, "out": 1}
+
+    def test_skip_drops_only_the_invalid_payloads(self):
+        self.kcat("-P", "-t", "in", "-X", "linger.ms=5",
+                  input_bytes=b"good 1\nlatin-1 caf\xe9\ncaf\xc3\xa9 2\n\xff\xfe\ngood 3\n")
+        proc, err = self.start_sluiced(f"""\
+name = "utf8-poison"
+
+[sources.in]
+type = "from_kafka"
+brokers = {toml_str(self.bootstrap)}
+topics = ["in"]
+group_id = "utf8-poison"
+value_format = "string"
+on_error = "skip"
+config = {self.consumer_config()}
+
+[sinks.out]
+type = "to_kafka"
+inputs = ["in"]
+brokers = {toml_str(self.bootstrap)}
+topic = "out"
+config = {self.producer_config()}
+""")
+        self.assertEqual(self.wait_for_count("out", 3, procs=[proc]), 3, self.read(err))
+        self.assertEqual(self.wait_until_stable("out", quiet_s=1.0), 3)
+        self.assertEqual([r["value"] for r in self.consume("out")],
+                         ["good 1", "caf\u00e9 2", "good 3"])
+        self.assertIn("value is not valid UTF-8", self.read(err))
         rc, _ = self.stop_sluiced(proc, err)
         self.assertEqual(rc, EXIT_OK, self.read(err))
 

@@ -11,8 +11,22 @@
 
 namespace sluice::host {
 
+namespace {
+
+// The config entry a plugin problem comes from: the directory itself, or a file in it.
+const PluginDirOrigin* origin_of(const std::filesystem::path& problem,
+                                 const std::vector<PluginDirOrigin>& origins) {
+  for (const auto& o : origins) {
+    if (problem == o.dir || problem.parent_path() == o.dir) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::unique_ptr<PluginRegistry> load_plugins(const std::vector<std::filesystem::path>& dirs,
-                                             bool print_problems) {
+                                             bool print_problems,
+                                             const std::vector<PluginDirOrigin>& origins) {
   auto registry = std::make_unique<PluginRegistry>();
   // The built-in checkpoint stores ("fs") first, registered like plugins' stores.
   if (auto st = checkpoint::register_builtin_stores(*registry); !st.is_ok()) {
@@ -22,7 +36,14 @@ std::unique_ptr<PluginRegistry> load_plugins(const std::vector<std::filesystem::
   PluginLoader loader(*registry, host_api_table());
   auto problems = loader.load_search_path(plugin_search_path(dirs));
   if (print_problems) {
-    for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
+    for (const auto& p : problems) {
+      if (const PluginDirOrigin* o = origin_of(p.file, origins)) {
+        const Diagnostic d{Severity::error, o->pos, "", "plugin_dirs", p.message};
+        fmt::print(stderr, "{}\n", d.to_string());
+      } else {
+        fmt::print(stderr, "error: plugin: {}\n", p.message);
+      }
+    }
   }
   set_function_registry(registry.get());
   if (!problems.empty()) return nullptr;
@@ -45,10 +66,15 @@ std::optional<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
   print(dirs.diagnostics);
   if (!dirs.ok() || dirs.has_errors()) return std::nullopt;
   std::vector<std::filesystem::path> all_dirs = *dirs.value;
+  std::vector<PluginDirOrigin> origins;
+  const std::vector<SourcePos> positions = config_plugin_dir_positions(doc);
+  for (size_t i = 0; i < all_dirs.size() && i < positions.size(); ++i) {
+    origins.push_back({all_dirs[i], positions[i]});
+  }
   all_dirs.insert(all_dirs.end(), extra_dirs.begin(), extra_dirs.end());
 
   LoadedPipeline out;
-  out.registry = load_plugins(all_dirs);
+  out.registry = load_plugins(all_dirs, true, origins);
   if (!out.registry) return std::nullopt;
 
   auto validated = validate_config(doc, *out.registry);

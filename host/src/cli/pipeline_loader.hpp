@@ -27,10 +27,18 @@ struct LoadedPipeline {
   GraphSpec spec;
 };
 
+// A `plugin_dirs` entry of the config and where it is written.
+struct PluginDirOrigin {
+  std::filesystem::path dir;
+  SourcePos pos;
+};
+
 // Loads plugins from `extra_dirs` + env + default into a new registry. Problems
-// are printed to stderr; returns nullptr when any plugin was refused.
+// are printed to stderr, at the config's file:line:col when they come from a directory
+// listed in `origins`; returns nullptr when any plugin was refused.
 std::unique_ptr<PluginRegistry> load_plugins(const std::vector<std::filesystem::path>& dirs,
-                                             bool print_problems = true);
+                                             bool print_problems = true,
+                                             const std::vector<PluginDirOrigin>& origins = {});
 
 // Config + plugins + validation. Prints diagnostics (errors and warnings) to
 // stderr. Returns nullopt when anything was an error. `strip_tests` removes a

@@ -97,4 +97,14 @@ Diagnosed<std::vector<std::filesystem::path>> config_plugin_dirs(const ConfigDoc
   return out;
 }
 
+std::vector<SourcePos> config_plugin_dir_positions(const ConfigDocument& doc) {
+  std::vector<SourcePos> out;
+  const toml::node* node = doc.root.get("plugin_dirs");
+  const toml::array* array = node ? node->as_array() : nullptr;
+  if (!array) return out;
+  const std::string name = doc.source_name();
+  for (const toml::node& item : *array) out.push_back(pos_of(name, item.source()));
+  return out;
+}
+
 }  // namespace sluice::host

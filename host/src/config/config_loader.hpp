@@ -58,4 +58,9 @@ struct ConfigDocument {
 [[nodiscard]] Diagnosed<std::vector<std::filesystem::path>> config_plugin_dirs(
     const ConfigDocument& doc);
 
+// Where each `plugin_dirs` entry is written, parallel to config_plugin_dirs' paths (empty
+// when the key is absent or malformed), so that a plugin problem in one of those
+// directories is reported at the entry's file:line:col.
+[[nodiscard]] std::vector<SourcePos> config_plugin_dir_positions(const ConfigDocument& doc);
+
 }  // namespace sluice::host

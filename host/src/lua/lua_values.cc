@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <lua.hpp>
+#include <sluice/detail/utf8.hpp>
 
 #include <algorithm>
 #include <string>
@@ -289,39 +290,6 @@ void push_value(lua_State* L, sl_value v) { push_at_depth(L, v, 0); }
 
 Result<Value> to_value(lua_State* L, int index) { return Converter(L).convert(index, 0); }
 
-bool valid_utf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* end = p + s.size();
-  while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (static_cast<size_t>(end - p) < len) return false;
-    for (size_t i = 1; i < len; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    p += len;
-  }
-  return true;
-}
+bool valid_utf8(std::string_view s) noexcept { return sdk::valid_utf8(s); }
 
 }  // namespace sluice::host::lua

@@ -1,7 +1,12 @@
 #include "registry/plugin_loader.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__ELF__)
+#include <elf.h>
+#include <link.h>
+#endif
 #include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
 
@@ -23,6 +28,135 @@ namespace {
 bool is_plugin_file(const fs::path& p) {
   auto ext = p.extension().string();
   return ext == ".so" || ext == ".dylib" || ext == ".dll";
+}
+
+std::string describe_type(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+// The mode and owner rule of check_not_tamperable, on a stat already taken.
+Status check_mode_and_owner(const fs::path& path, const struct stat& st) {
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return Status(SL_PERMISSION_DENIED,
+                  fmt::format("{}: refused: {} is writable by {} (mode {:04o}); "
+                              "run `chmod go-w {}`",
+                              path.string(), S_ISDIR(st.st_mode) ? "directory" : "file",
+                              (st.st_mode & S_IWOTH) ? "others" : "its group", st.st_mode & 07777,
+                              path.string()));
+  }
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return Status(
+        SL_PERMISSION_DENIED,
+        fmt::format("{}: refused: owned by uid {}, neither root nor this process's user ({})",
+                    path.string(), st.st_uid, ::geteuid()));
+  }
+  return Status::ok();
+}
+
+// Reads exactly `size` bytes at `offset`; false on a short read or an error.
+bool read_at(int fd, void* buf, size_t size, off_t offset) {
+  auto* p = static_cast<char*>(buf);
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, p, size, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += n;
+  }
+  return true;
+}
+
+#if defined(__ELF__)
+// The dynamic loader maps the program headers' file ranges; a range past the end of
+// the file is a SIGBUS inside dlopen (the page exists, its bytes do not). Checks that
+// the file is an ELF shared object of this machine's class and byte order whose header
+// and every segment lie within its `size` bytes.
+Status check_elf(const fs::path& path, int fd, uint64_t size) {
+  auto refuse = [&](const std::string& why) {
+    return Status(SL_INVALID_ARGUMENT,
+                  fmt::format("{}: cannot load: {} ({} bytes)", path.string(), why, size));
+  };
+  ElfW(Ehdr) eh{};
+  if (size < sizeof eh || !read_at(fd, &eh, sizeof eh, 0)) {
+    if (size >= SELFMAG) {
+      unsigned char magic[SELFMAG];
+      if (read_at(fd, magic, SELFMAG, 0) && std::memcmp(magic, ELFMAG, SELFMAG) == 0) {
+        return refuse("truncated ELF file: its header is incomplete");
+      }
+    }
+    return refuse("not an ELF shared object");
+  }
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return refuse("not an ELF shared object");
+  constexpr unsigned char k_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+  constexpr unsigned char k_data =
+      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (eh.e_ident[EI_CLASS] != k_class || eh.e_ident[EI_DATA] != k_data) {
+    return refuse("an ELF file for another word size or byte order than this host");
+  }
+  if (eh.e_type != ET_DYN) return refuse("an ELF file that is not a shared object");
+  if (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 || eh.e_phnum == PN_XNUM) {
+    return refuse("malformed ELF program header table");
+  }
+  const uint64_t table_size = uint64_t{eh.e_phnum} * sizeof(ElfW(Phdr));
+  if (eh.e_phoff > size || table_size > size - eh.e_phoff) {
+    return refuse("truncated ELF file: its program headers end past the end of the file");
+  }
+  std::vector<ElfW(Phdr)> headers(eh.e_phnum);
+  if (!read_at(fd, headers.data(), table_size, static_cast<off_t>(eh.e_phoff))) {
+    return refuse("cannot read its ELF program headers");
+  }
+  for (const ElfW(Phdr) & ph : headers) {
+    if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset) {
+      return refuse(
+          fmt::format("truncated ELF file: a segment ends at byte {} past the end of the file",
+                      static_cast<uint64_t>(ph.p_offset) + static_cast<uint64_t>(ph.p_filesz)));
+    }
+  }
+  return Status::ok();
+}
+#endif
+
+// Opens `path` for the checks before dlopen: a regular file (never a FIFO or device,
+// whose open could block or have side effects: stat first, then open non-blocking and
+// fstat the descriptor), not modifiable by others, and (on ELF systems) a complete
+// shared object.
+Status check_plugin_file(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status(SL_NOT_FOUND, fmt::format("{}: {}", path.string(), std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: refused: {}, not a regular file",
+                                                   path.string(), describe_type(st.st_mode)));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return Status(SL_NOT_FOUND,
+                  fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) {
+    return Status(SL_NOT_FOUND,
+                  fmt::format("{}: cannot stat: {}", path.string(), std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {  // replaced between stat and open
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: refused: {}, not a regular file",
+                                                   path.string(), describe_type(st.st_mode)));
+  }
+  SLUICE_RETURN_IF_ERROR(check_mode_and_owner(path, st));
+#if defined(__ELF__)
+  SLUICE_RETURN_IF_ERROR(check_elf(path, fd, static_cast<uint64_t>(st.st_size)));
+#endif
+  return Status::ok();
 }
 
 }  // namespace
@@ -49,19 +183,35 @@ Status check_not_tamperable(const fs::path& path) {
   if (::stat(path.c_str(), &st) != 0) {
     return Status(SL_NOT_FOUND, fmt::format("{}: {}", path.string(), std::strerror(errno)));
   }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return Status(SL_PERMISSION_DENIED,
-                  fmt::format("{}: refused: {} is writable by {} (mode {:04o}); "
-                              "run `chmod go-w {}`",
-                              path.string(), S_ISDIR(st.st_mode) ? "directory" : "file",
-                              (st.st_mode & S_IWOTH) ? "others" : "its group", st.st_mode & 07777,
-                              path.string()));
-  }
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-    return Status(
-        SL_PERMISSION_DENIED,
-        fmt::format("{}: refused: owned by uid {}, neither root nor this process's user ({})",
-                    path.string(), st.st_uid, ::geteuid()));
+  return check_mode_and_owner(path, st);
+}
+
+Status check_ancestors(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(dir, ec);
+  if (ec) return Status(SL_NOT_FOUND, fmt::format("{}: {}", dir.string(), ec.message()));
+  for (fs::path p = real.parent_path();; p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) {
+      return Status(SL_NOT_FOUND, fmt::format("{}: cannot stat its ancestor {}: {}", dir.string(),
+                                              p.string(), std::strerror(errno)));
+    }
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      return Status(SL_PERMISSION_DENIED,
+                    fmt::format("{}: refused: its ancestor directory {} is owned by uid {}, "
+                                "neither root nor this process's user ({}), who could replace it",
+                                dir.string(), p.string(), st.st_uid, ::geteuid()));
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+      return Status(
+          SL_PERMISSION_DENIED,
+          fmt::format("{}: refused: its ancestor directory {} is writable by {} "
+                      "(mode {:04o}) and not sticky, so they could replace {}; run "
+                      "`chmod go-w {}` (or `chmod +t` it)",
+                      dir.string(), p.string(), (st.st_mode & S_IWOTH) ? "others" : "its group",
+                      st.st_mode & 07777, dir.string(), p.string()));
+    }
+    if (p == p.root_path() || p == p.parent_path()) break;
   }
   return Status::ok();
 }
@@ -74,7 +224,8 @@ Status PluginLoader::load_file(const fs::path& file) {
     return Status::ok();  // reached twice (two search entries, or a symlink)
   }
   SLUICE_RETURN_IF_ERROR(check_not_tamperable(canonical.parent_path()));
-  SLUICE_RETURN_IF_ERROR(check_not_tamperable(canonical));
+  SLUICE_RETURN_IF_ERROR(check_ancestors(canonical.parent_path()));
+  SLUICE_RETURN_IF_ERROR(check_plugin_file(canonical));
 
   auto library = std::make_shared<boost::dll::shared_library>();
   try {
@@ -113,9 +264,11 @@ Status PluginLoader::load_file(const fs::path& file) {
 
 std::vector<LoadProblem> PluginLoader::load_directory(const fs::path& dir) {
   std::vector<LoadProblem> problems;
-  if (Status s = check_not_tamperable(dir); !s.is_ok()) {
-    problems.push_back({dir, s.message()});
-    return problems;
+  for (const Status& s : {check_not_tamperable(dir), check_ancestors(dir)}) {
+    if (!s.is_ok()) {
+      problems.push_back({dir, s.message()});
+      return problems;
+    }
   }
   std::error_code ec;
   std::vector<fs::path> files;

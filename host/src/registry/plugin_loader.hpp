@@ -26,6 +26,13 @@ std::filesystem::path default_plugin_dir();
 // own user could modify: group- or world-writable, or owned by someone else.
 Status check_not_tamperable(const std::filesystem::path& path);
 
+// Refuses a directory that a user other than root or the daemon's own user could
+// replace through one of its ancestors (from its parent up to /): an ancestor owned by
+// someone else, or group- or world-writable without the sticky bit (as ssh's
+// StrictModes and sudo check). A sticky world-writable ancestor such as /tmp is fine:
+// others cannot rename or remove what they do not own there.
+Status check_ancestors(const std::filesystem::path& dir);
+
 struct LoadProblem {
   std::filesystem::path file;
   std::string message;  // already names the file
@@ -36,7 +43,10 @@ class PluginLoader {
   PluginLoader(PluginRegistry& registry, const sl_host_api* host)
       : registry_(registry), host_(host) {}
 
-  // Loads one shared object. The error names the file and says why.
+  // Loads one shared object. The error names the file and says why. Before dlopen the
+  // file must be a regular file (a FIFO or a device is refused without blocking), not
+  // modifiable by others, in a directory whose ancestors others cannot replace, and a
+  // complete ELF shared object (a truncated one would SIGBUS inside the loader).
   Status load_file(const std::filesystem::path& file);
 
   // Loads every plugin file (*.so, *.dylib, *.dll) found directly in `dir`, in

@@ -10,11 +10,17 @@
 
 namespace sluice::host {
 
-// Parse one JSON document. Integers that fit int64 stay ints; larger ones become floats.
+// Parse one JSON document (the number rules are docs/ARCHITECTURE.md's "Numbers"): an
+// integer literal is an int, one outside int64 is an error (never a float that silently
+// lost digits); "-0" is the float -0.0; a number with a fraction or exponent is a float.
+// Nesting deeper than 1024 arrays/objects is an error (simdjson's limit), not a stack
+// overflow. Strings come out valid UTF-8 (simdjson checks).
 [[nodiscard]] Result<Value> json_parse(std::string_view text);
 
-// Append the compact JSON form of `v` to `out`. Bytes become base64 strings;
-// non-finite floats become null (JSON has no NaN/Infinity).
+// Append the compact JSON form of `v` to `out`, always valid UTF-8. Bytes become base64
+// strings; NaN and infinities the strings "NaN", "Infinity" and "-Infinity" (JSON has
+// no such numbers; Protocol Buffers' JSON mapping writes them so); an ill-formed part of
+// a string (which should not exist) becomes U+FFFD.
 void json_append(std::string& out, sl_value v);
 [[nodiscard]] std::string json_dump(sl_value v);
 

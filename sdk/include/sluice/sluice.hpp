@@ -42,6 +42,7 @@
 //  - node.hpp:     param()/required() declarations; Source, Operator, Sink; node_type<T>().
 //  - function.hpp: function<F>() for named functions, SimpleFunction for stateless ones.
 //  - plugin.hpp:   SLUICE_PLUGIN, SLUICE_NODE_TYPES, SLUICE_FUNCTIONS.
+//  - utf8.hpp:     valid_utf8(), append_utf8_replacing() (strings are valid UTF-8).
 //
 // Threading: everything runs on the calling task's executor thread unless marked
 // thread-safe (Value copies and releases, host(), Context::post/wake/log are).
@@ -54,6 +55,7 @@
 #include <sluice/detail/node.hpp>
 #include <sluice/detail/plugin.hpp>
 #include <sluice/detail/status.hpp>
+#include <sluice/detail/utf8.hpp>
 #include <sluice/detail/value.hpp>
 #include <sluice/sluice.h>
 

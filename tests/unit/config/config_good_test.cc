@@ -289,5 +289,32 @@ TEST(Suggest, EditDistanceAndClosest) {
   EXPECT_FALSE(closest_name("x", {"y"}).has_value());
 }
 
+TEST(Suggest, HugeNamesGetNoSuggestionAndAreShownShort) {
+  using config_detail::closest_name;
+  using config_detail::shorten_name;
+  const std::vector<std::string> names{"map", "filter"};
+  const std::string huge(10 * 1024 * 1024, 'm');
+  EXPECT_FALSE(closest_name(huge, names).has_value());  // no 10 MB x names edit distance
+  EXPECT_EQ(closest_name(std::string(64, 'm'), {std::string(63, 'm')}), std::string(63, 'm'));
+  EXPECT_FALSE(closest_name(std::string(65, 'm'), {std::string(64, 'm')}).has_value());
+
+  EXPECT_EQ(shorten_name("map"), "map");
+  EXPECT_EQ(shorten_name(std::string(64, 'a')), std::string(64, 'a'));
+  EXPECT_EQ(shorten_name(huge), std::string(64, 'm') + "\u2026(10485760 bytes)");
+  // Cut at a character boundary: 63 ASCII bytes, then a 2-byte "é" across byte 64.
+  const std::string accented = std::string(63, 'a') + "\xC3\xA9" + std::string(100, 'b');
+  EXPECT_EQ(shorten_name(accented), std::string(63, 'a') + "\u2026(165 bytes)");
+}
+
+TEST(Suggest, DiagnosticsShowHugeNamesShort) {
+  const std::string huge(10 * 1024 * 1024, 'k');
+  Diagnostic d{Severity::error, SourcePos{"p.toml", 3, 1}, huge, huge,
+               "unknown key '" + huge + "'; valid keys are: a, b"};
+  const std::string text = d.to_string();
+  EXPECT_LT(text.size(), 1024u) << text.substr(0, 300);
+  EXPECT_NE(text.find("valid keys are: a, b"), std::string::npos) << text;
+  EXPECT_NE(text.find("(10485760 bytes)'; valid"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace sluice::host

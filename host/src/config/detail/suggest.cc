@@ -38,6 +38,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::optional<std::string> closest_name(std::string_view wrong,
                                         const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
+  if (wrong.size() > k_max_suggest_length) return best;
   size_t best_distance = max_typo_distance(wrong.size()) + 1;
   for (const auto& c : candidates) {
     size_t d = edit_distance(wrong, c);
@@ -54,6 +55,14 @@ std::optional<std::string> closest_name(std::string_view wrong,
 std::string did_you_mean(std::string_view wrong, const std::vector<std::string>& candidates) {
   auto best = closest_name(wrong, candidates);
   return best ? fmt::format("; did you mean '{}'?", *best) : std::string();
+}
+
+std::string shorten_name(std::string_view name) {
+  if (name.size() <= k_max_shown_length) return std::string(name);
+  size_t cut = k_max_shown_length;
+  // Back up over continuation bytes so the shown part stays valid UTF-8.
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  return fmt::format("{}\u2026({} bytes)", name.substr(0, cut), name.size());
 }
 
 std::string join_names(const std::vector<std::string>& names, std::string_view empty_text) {

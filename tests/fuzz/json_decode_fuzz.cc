@@ -1,0 +1,42 @@
+// Fuzz target: the JSON decoder and encoder (host/src/value/json.cc), which read what
+// Kafka, HTTP clients, files and json_parse hand to sluice.
+//
+// Whatever decodes must encode to valid UTF-8 JSON that decodes again, and that second
+// encoding must be the same text: the writer has one spelling per value and the number
+// rules (docs/ARCHITECTURE.md, "Numbers") keep every decoded number as it was. A failure
+// to decode must be a clean error, never a crash, a hang or a stack overflow.
+#include "value/json.hpp"
+
+#include <sluice/detail/utf8.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace {
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "json_decode_fuzz: %s\n", what);
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto decoded = sluice::host::json_parse(text);
+  if (!decoded.is_ok()) {
+    check(!decoded.status().message().empty(), "a decode error without a message");
+    return 0;
+  }
+  const std::string once = sluice::host::json_dump(decoded->raw());
+  check(sluice::sdk::valid_utf8(once), "the encoder wrote invalid UTF-8");
+  auto again = sluice::host::json_parse(once);
+  check(again.is_ok(), "what the encoder wrote does not decode");
+  check(sluice::host::json_dump(again->raw()) == once, "the encoding is not stable");
+  return 0;
+}
