@@ -92,6 +92,7 @@ Diagnosed<GraphSpec> Validator::run() && {
   check_top_level();
   for (const auto& decl : collect_nodes()) spec_.nodes.push_back(check_node(decl));
   check_input_targets();
+  run_node_validators();
   check_graph();
   // Read top to bottom like the file; findings without a line come first.
   std::stable_sort(diags_.begin(), diags_.end(),
