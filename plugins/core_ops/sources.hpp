@@ -30,6 +30,8 @@ class FromIterable final : public sdk::Source {
                  "The elements as JSON texts: an array of strings, each parsed as one value."),
   };
 
+  /// One of `values` and `json`; every `json` item parses.
+  static void validate(const sdk::Config& cfg);
   explicit FromIterable(const sl_node_init& init);
 
   sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
@@ -56,15 +58,17 @@ class FromTextfile final : public sdk::Source {
       "Checkpoints the byte offset of the next line.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::required("path", SL_PARAM_STRING, "The file to read."),
+      sdk::required("path", SL_PARAM_STRING, "The file to read.").non_empty(),
       sdk::param("delimiter", SL_PARAM_STRING, R"("\n")",
-                 "What ends a line (any non-empty text; not part of the emitted string)."),
+                 "What ends a line (any non-empty text; not part of the emitted string).")
+          .non_empty(),
       sdk::param("from_end", SL_PARAM_BOOL, "false",
                  "Start at the current end of the file (only lines written later are read)."),
       sdk::param("follow", SL_PARAM_BOOL, "false",
                  "At the end of the file, wait for more instead of ending the stream."),
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",
-                 "With `follow`: how often to check the file for more data (ms, > 0)."),
+                 "With `follow`: how often to check the file for more data (ms, > 0).")
+          .min(1),
   };
 
   explicit FromTextfile(const sl_node_init& init);
