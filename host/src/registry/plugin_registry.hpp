@@ -30,7 +30,7 @@ struct ParamInfo {
   std::string doc;
   // Value constraints (ABI 1.2; absent for older plugins), checked at validate.
   bool non_empty = false;
-  std::optional<int64_t> min_int, max_int;  // INT, DURATION
+  std::optional<int64_t> min_int, max_int;     // INT, DURATION
   std::optional<double> min_float, max_float;  // FLOAT
   bool min_exclusive = false;                  // FLOAT: > min_float
   std::vector<std::string> choices;            // STRING: one of these (empty: any)

@@ -239,9 +239,9 @@ static inline const sl_message* sl_batch_at(const sl_batch* batch, size_t i) {
  *  the plugin's create never sees such a value). Each names the fields it
  *  uses; a host older than 1.2 ignores them, so create must still check what
  *  it relies on when the plugin's min_host_minor is below 2. */
-#define SL_PARAM_NON_EMPTY 2u /**< STRING, ARRAY, TABLE: not empty ("", [], {}). */
-#define SL_PARAM_HAS_MIN 4u   /**< INT, DURATION: >= min_int; FLOAT: >= min_float. */
-#define SL_PARAM_HAS_MAX 8u   /**< INT, DURATION: <= max_int; FLOAT: <= max_float. */
+#define SL_PARAM_NON_EMPTY 2u      /**< STRING, ARRAY, TABLE: not empty ("", [], {}). */
+#define SL_PARAM_HAS_MIN 4u        /**< INT, DURATION: >= min_int; FLOAT: >= min_float. */
+#define SL_PARAM_HAS_MAX 8u        /**< INT, DURATION: <= max_int; FLOAT: <= max_float. */
 #define SL_PARAM_MIN_EXCLUSIVE 16u /**< With HAS_MIN on a FLOAT: > min_float (e.g. "positive"). */
 /** STRING: one of `choices`. FUNCTION: `choices` lists the function kinds the
  *  node can use ("map|predicate", "reducer"); a named function of another kind

@@ -78,8 +78,7 @@ class Validator {
   // `key_prefix` (may be empty) is prepended to reported keys ("fn.args.").
   void run_validator(sl_status (*validate)(const sl_validate_init*), sl_validate_init& init,
                      const std::function<SourcePos(std::string_view key)>& where_is,
-                     std::string_view node_id, std::string_view key_prefix,
-                     std::string_view what);
+                     std::string_view node_id, std::string_view key_prefix, std::string_view what);
 
   // Findings.
   void error(SourcePos pos, std::string_view node_id, std::string key, std::string message);

@@ -9,9 +9,9 @@
 #include <sluice/detail/value.hpp>
 #include <sluice/sluice.h>
 
+#include <array>
 #include <concepts>
 #include <cstdint>
-#include <array>
 #include <new>
 #include <span>
 #include <type_traits>
