@@ -51,19 +51,16 @@ bool default_matches(int32_t type, const Value& v) {
   }
 }
 
-// The constraints of one param (ABI 1.2): flags say which fields are set; a flag whose
-// field lies beyond the plugin's struct_size, or that does not fit the type, is refused.
+// The constraints of one param (ABI 1.2): flags say which fields are set; a constraint that
+// does not fit the param's type, or cannot hold, is refused.
 Status read_constraints(const sl_param& p, uint32_t stride, std::string_view owner,
                         ParamInfo& info) {
-  const uint32_t known = SL_PARAM_REQUIRED | SL_PARAM_NON_EMPTY | SL_PARAM_HAS_MIN |
-                         SL_PARAM_HAS_MAX | SL_PARAM_MIN_EXCLUSIVE | SL_PARAM_HAS_CHOICES;
   auto refuse = [&](std::string_view why) {
     return Status(SL_INVALID_ARGUMENT, fmt::format("{}: parameter '{}' {}", owner, info.name, why));
   };
-  if ((p.flags & ~known) != 0) {
-    return refuse(fmt::format("has unknown flags 0x{:x}", p.flags & ~known));
-  }
-  auto covers = [&](size_t end) { return stride >= end; };
+  // A plugin built before 1.2 gave these bits no meaning: read them only from a 1.2 struct.
+  // Flags a later minor may add are ignored, as an older host ignores appended fields.
+  if (stride < offsetof(sl_param, choices) + sizeof(const char*)) return Status::ok();
   const bool is_int = p.type == SL_PARAM_INT || p.type == SL_PARAM_DURATION;
   const bool is_float = p.type == SL_PARAM_FLOAT;
   if (p.flags & SL_PARAM_NON_EMPTY) {
@@ -78,15 +75,6 @@ Status read_constraints(const sl_param& p, uint32_t stride, std::string_view own
     if (!is_int && !is_float) {
       return refuse(
           fmt::format("declares {}, which only int, float and duration params have", what));
-    }
-    const size_t end =
-        is_int
-            ? (is_min ? offsetof(sl_param, min_int) : offsetof(sl_param, max_int)) + sizeof(int64_t)
-            : (is_min ? offsetof(sl_param, min_float) : offsetof(sl_param, max_float)) +
-                  sizeof(double);
-    if (!covers(end)) {
-      return refuse(fmt::format("declares {} but its sl_param (struct_size {}) has no room for it",
-                                what, stride));
     }
     if (is_int) {
       (is_min ? info.min_int : info.max_int) = is_min ? p.min_int : p.max_int;
@@ -110,7 +98,7 @@ Status read_constraints(const sl_param& p, uint32_t stride, std::string_view own
     if (p.type != SL_PARAM_STRING && p.type != SL_PARAM_FUNCTION) {
       return refuse("declares choices, which only strings (and functions: kinds) have");
     }
-    if (!covers(offsetof(sl_param, choices) + sizeof(const char*)) || !p.choices) {
+    if (!p.choices) {
       return refuse("declares choices but gives none");
     }
     std::string_view all(p.choices);

@@ -237,8 +237,10 @@ static inline const sl_message* sl_batch_at(const sl_batch* batch, size_t i) {
 /** Since 1.2: value constraints, checked by the host at validate (`sluiced
  *  validate` reports a violation with file:line:col, the node id and the key;
  *  the plugin's create never sees such a value). Each names the fields it
- *  uses; a host older than 1.2 ignores them, so create must still check what
- *  it relies on when the plugin's min_host_minor is below 2. */
+ *  uses. They are read only from an sl_param of the 1.2 size (a plugin built
+ *  before gave these bits no meaning); a host older than 1.2 ignores them, so
+ *  create must still check what it relies on when the plugin's min_host_minor
+ *  is below 2. */
 #define SL_PARAM_NON_EMPTY 2u      /**< STRING, ARRAY, TABLE: not empty ("", [], {}). */
 #define SL_PARAM_HAS_MIN 4u        /**< INT, DURATION: >= min_int; FLOAT: >= min_float. */
 #define SL_PARAM_HAS_MAX 8u        /**< INT, DURATION: <= max_int; FLOAT: <= max_float. */
