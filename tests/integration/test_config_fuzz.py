@@ -17,7 +17,7 @@ every node of every task, as run does before starting):
   - the inputs kept in tests/fuzz/configs/ (mutants that once validated and then failed at
     create) are replayed the same way.
 
-SLUICE_FUZZ_CONFIGS=N changes the number of mutants (default 320); SLUICE_FUZZ_SEED the
+SLUICE_FUZZ_CONFIGS=N changes the number of mutants (default 1000); SLUICE_FUZZ_SEED the
 seed. A failing mutant is written to the test's temp dir (SLUICE_IT_KEEP=1 keeps it) and
 its text printed, so that it can be added to tests/fuzz/configs/.
 """
@@ -186,7 +186,7 @@ class ConfigFuzzTest(SluiceTestCase):
 
     def test_mutated_configs_validate_or_create(self):
         rng = random.Random(int(os.environ.get("SLUICE_FUZZ_SEED", "18")))
-        count = int(os.environ.get("SLUICE_FUZZ_CONFIGS", "320"))
+        count = int(os.environ.get("SLUICE_FUZZ_CONFIGS", "1000"))
         pool = seeds()
         self.assertGreater(len(pool), 20)
         cases = []
