@@ -137,8 +137,8 @@ sl_status sink_process(void* self, sl_context*, uint32_t, const sl_batch* batch)
   return SL_OK;
 }
 
-const sl_param k_n_param[] = {
-    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "how many elements"}};
+const sl_param k_n_param[] = {{sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr,
+                               "how many elements", 0, 0, 0.0, 0.0, nullptr}};
 
 using test_support::bare_node_type;
 

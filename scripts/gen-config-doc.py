@@ -23,11 +23,13 @@ def cell(text):
 def params_table(params):
     if not params:
         return "No parameters.\n"
-    rows = ["| key | type | default | description |", "|---|---|---|---|"]
+    rows = ["| key | type | default | valid values | description |", "|---|---|---|---|---|"]
     for p in params:
         default = "**required**" if p["required"] else (
             "`" + json.dumps(p["default"]) + "`" if "default" in p else "—")
-        rows.append(f"| `{p['name']}` | {p['type']} | {cell(default)} | {cell(p['doc'])} |")
+        valid = p.get("constraints", "") or "—"
+        rows.append(f"| `{p['name']}` | {p['type']} | {cell(default)} | {cell(valid)} "
+                    f"| {cell(p['doc'])} |")
     return "\n".join(rows) + "\n"
 
 

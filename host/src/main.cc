@@ -4,7 +4,9 @@
 #include "cli/plugins_command.hpp"
 #include "cli/run_command.hpp"
 #include "daemon/logging.hpp"
+#include "executor/clock.hpp"
 #include "executor/host_api.hpp"
+#include "executor/task.hpp"
 #include "graph/graph_export.hpp"
 #include "registry/plugin_loader.hpp"
 #include "testing/pipeline_test.hpp"
@@ -29,10 +31,28 @@ void setup_logging(const std::string& level) {
   sluice::host::setup_logging(level);
 }
 
-int cmd_validate(const std::string& config, const std::vector<std::filesystem::path>& dirs) {
+int cmd_validate(const std::string& config, const std::vector<std::filesystem::path>& dirs,
+                 bool create) {
   auto pipeline = sluice::host::load_pipeline(config, dirs);
   if (!pipeline) return k_exit_invalid;
-  fmt::print("{}: OK ({} nodes)\n", config, pipeline->spec.nodes.size());
+  if (create) {
+    // What `run` does first, and nothing more: every node of every task is created, then
+    // destroyed, without start. A failure here is a config the plugin's validate missed.
+    const sluice::host::RealClock clock;
+    const uint32_t tasks = pipeline->spec.runtime.tasks;
+    for (uint32_t i = 0; i < tasks; ++i) {
+      sluice::host::Task task(
+          pipeline->spec,
+          sluice::host::TaskOptions{pipeline->spec.runtime.batch_size, i, tasks, &clock});
+      if (auto st = task.create(); !st.is_ok()) {
+        fmt::print(stderr, "{}: validated, but create failed (task {}): {}\n", config, i,
+                   st.message());
+        return sluice::host::k_exit_runtime_error;
+      }
+    }
+  }
+  fmt::print("{}: OK ({} nodes{})\n", config, pipeline->spec.nodes.size(),
+             create ? ", created" : "");
   return k_exit_ok;
 }
 
@@ -141,6 +161,10 @@ int main(int argc, char** argv) {
   add_dirs(checkpoints);
   auto* validate = app.add_subcommand("validate", "Check a pipeline config without running it");
   validate->add_option("config", config, "Pipeline TOML file")->required();
+  bool validate_create = false;
+  validate->add_flag("--create", validate_create,
+                     "Also create (and destroy) every node as `run` would, without starting "
+                     "it: exit 1 when a create fails (creates may connect to brokers)");
   add_dirs(validate);
   auto* graph = app.add_subcommand("graph", "Print the pipeline graph");
   graph->add_option("config", config, "Pipeline TOML file")->required();
@@ -169,7 +193,7 @@ int main(int argc, char** argv) {
     if (!pipeline) return k_exit_invalid;
     return sluice::host::run_pipeline(std::move(*pipeline), config, plugin_dirs, reset_state);
   }
-  if (validate->parsed()) return cmd_validate(config, plugin_dirs);
+  if (validate->parsed()) return cmd_validate(config, plugin_dirs, validate_create);
   if (graph->parsed()) return cmd_graph(config, format, plugin_dirs);
   if (plugins->parsed()) return cmd_plugins(config, json, plugin_dirs);
   if (test->parsed()) return cmd_test(config, tests_file, plugin_dirs);

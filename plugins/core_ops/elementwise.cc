@@ -102,7 +102,7 @@ Status Remove::process(Context ctx, uint32_t /*input*/, Batch batch) {
 
 // ---- pluck --------------------------------------------------------------------------------
 
-Pluck::Pluck(Context /*ctx*/, const Config& cfg) {
+void Pluck::validate(const Config& cfg) {
   const Value pick = cfg.get_value("pick");
   auto check = [&](const Value& p, const std::string& where) {
     if (!p.is_string() && !p.is_int()) {
@@ -111,13 +111,17 @@ Pluck::Pluck(Context /*ctx*/, const Config& cfg) {
     }
   };
   if (pick.is_array()) {
-    many_ = true;
     for (size_t i = 0; i < pick.size(); ++i) check(pick[i], "item " + std::to_string(i) + " ");
-    picks_ = pick;
   } else {
     check(pick, "");
-    picks_ = Value::array({pick});
   }
+}
+
+Pluck::Pluck(Context /*ctx*/, const Config& cfg) {
+  validate(cfg);
+  const Value pick = cfg.get_value("pick");
+  many_ = pick.is_array();
+  picks_ = many_ ? pick : Value::array({pick});
 }
 
 namespace {

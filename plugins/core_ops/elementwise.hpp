@@ -107,6 +107,8 @@ class Pluck final : public sdk::Operator {
                     "A key (string), an index (int), or an array of them (emits an array)."),
   };
 
+  /// `pick` is a key, an index or an array of them.
+  static void validate(const sdk::Config& cfg);
   Pluck(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
 
@@ -152,10 +154,11 @@ class Slice final : public sdk::Operator {
       "`end` the rest of the input is read and dropped (streamz disconnects from upstream). "
       "Keeps messages unchanged. State: the position.";
   static constexpr std::array k_params{
-      sdk::param("start", SL_PARAM_INT, "0", "Position of the first element passed on."),
+      sdk::param("start", SL_PARAM_INT, "0", "Position of the first element passed on.").min(0),
       sdk::param("end", SL_PARAM_INT, nullptr,
-                 "Position where passing stops (excluded); absent: never stop."),
-      sdk::param("step", SL_PARAM_INT, "1", "Pass every step-th element from start (>= 1)."),
+                 "Position where passing stops (excluded); absent: never stop.")
+          .min(0),
+      sdk::param("step", SL_PARAM_INT, "1", "Pass every step-th element from start (>= 1).").min(1),
   };
 
   Slice(sdk::Context ctx, const sdk::Config& cfg);
@@ -188,7 +191,8 @@ class Unique final : public sdk::Operator {
       "keys, in LRU order.";
   static constexpr std::array k_params{
       sdk::param("maxsize", SL_PARAM_INT, nullptr,
-                 "How many distinct keys to remember (LRU, >= 1); absent: all of them."),
+                 "How many distinct keys to remember (LRU, >= 1); absent: all of them.")
+          .min(1),
       sdk::param("key", SL_PARAM_FUNCTION, nullptr,
                  "Function giving an element's key, e.g. key = \"get\", key_args = { path = "
                  "\"id\" }; absent: the element itself."),

@@ -18,6 +18,29 @@ using sdk::Status;
 using sdk::Value;
 using sdk::ValueRef;
 
+void FromIterable::validate(const Config& cfg) {
+  std::optional<Value> values = cfg.find_array("values");
+  std::optional<Value> json = cfg.find_array("json");
+  if (values && json) cfg.fail("values", "and key 'json' are both given: give only one of them");
+  if (!values && !json) {
+    cfg.fail("values",
+             "is missing: give one of keys 'values' (TOML values) or 'json' (JSON "
+             "texts)");
+  }
+  for (size_t i = 0; json && i < json->size(); ++i) {
+    const Value item = (*json)[i];
+    if (!item.is_string()) {
+      cfg.fail("json", "item " + std::to_string(i) + " must be a string of JSON text (got " +
+                           std::string(item.kind_name()) + ")");
+    }
+    if (!sdk::parse_json(item.as_str()).is_ok()) {
+      std::string text = item.to_json();
+      if (text.size() > 120) text = text.substr(0, 120) + "...";
+      cfg.fail("json", "item " + std::to_string(i) + " is not valid JSON: " + text);
+    }
+  }
+}
+
 FromIterable::FromIterable(const sl_node_init& init) {
   const Context ctx(init.ctx);
   const Config cfg(init);

@@ -126,6 +126,8 @@ class Arithmetic {
                                        : "The other operand: an int or a float."),
   };
 
+  /// The constructor's checks of the args, for `sluiced validate` (it has no side effects).
+  static void validate(const sdk::Config& args) { static_cast<void>(Arithmetic(args)); }
   explicit Arithmetic(const sdk::Config& args);
   [[nodiscard]] sdk::Result<sdk::Value> call(sdk::ValueRef x) const;
   sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
@@ -177,6 +179,8 @@ class Compare {
                  "array of them; missing is null)."),
   };
 
+  /// The constructor's checks of the args, for `sluiced validate` (it has no side effects).
+  static void validate(const sdk::Config& args) { static_cast<void>(Compare(args)); }
   explicit Compare(const sdk::Config& args);
   [[nodiscard]] bool call(sdk::ValueRef x) const;
   sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
@@ -235,6 +239,8 @@ class Get {
       sdk::param("default", SL_PARAM_ANY, nullptr, "The result when the path is missing."),
   };
 
+  /// The constructor's checks of the args, for `sluiced validate` (it has no side effects).
+  static void validate(const sdk::Config& args) { static_cast<void>(Get(args)); }
   explicit Get(const sdk::Config& args);
   [[nodiscard]] sdk::Value call(sdk::ValueRef x) const;
   sdk::Status call_batch(sdk::Context ctx, sdk::Args in, std::span<sdk::Value> out) const;
@@ -270,11 +276,13 @@ class Split {
       "(\"  a b \" gives [\"a\", \"b\"], \"\" gives []); with `sep`, on each occurrence of "
       "it (\"a,,b\" gives [\"a\", \"\", \"b\"], \"\" gives [\"\"]).";
   static constexpr std::array k_params{
-      sdk::param("sep", SL_PARAM_STRING, nullptr, "The separator (non-empty)."),
+      sdk::param("sep", SL_PARAM_STRING, nullptr, "The separator (non-empty).").non_empty(),
       sdk::param("maxsplit", SL_PARAM_INT, "-1",
                  "At most this many splits (the rest stays in the last item); -1: no limit."),
   };
 
+  /// The constructor's checks of the args, for `sluiced validate` (it has no side effects).
+  static void validate(const sdk::Config& args) { static_cast<void>(Split(args)); }
   explicit Split(const sdk::Config& args);
   [[nodiscard]] sdk::Result<sdk::Value> call(sdk::ValueRef x) const;
 
@@ -430,6 +438,8 @@ class CountBy {
                  "Count the value at this path of x (as `get`) instead of x."),
   };
 
+  /// The constructor's checks of the args, for `sluiced validate` (it has no side effects).
+  static void validate(const sdk::Config& args) { static_cast<void>(CountBy(args)); }
   explicit CountBy(const sdk::Config& args);
   [[nodiscard]] sdk::Result<sdk::Value> call(sdk::Args args) const;
   /// The same step for a caller whose `state` is to be replaced by the result (accumulate):

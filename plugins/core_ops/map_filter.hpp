@@ -55,7 +55,8 @@ class Map final : public sdk::Operator {
       "max also serve: given one array they reduce its items, as Python's sum(iterable) "
       "(streamz sliding_window(n).map(sum)).";
   static constexpr std::array k_params{
-      sdk::required("function", SL_PARAM_FUNCTION, "The function to apply to each element."),
+      sdk::required("function", SL_PARAM_FUNCTION, "The function to apply to each element.")
+          .one_of("map|predicate"),
   };
 
   Map(sdk::Context ctx, const sdk::Config& cfg);
@@ -82,7 +83,8 @@ class Filter final : public sdk::Operator {
       "dropped.";
   static constexpr std::array k_params{
       sdk::param("function", SL_PARAM_FUNCTION, nullptr,
-                 "The predicate (or map function whose result is tested for truthiness)."),
+                 "The predicate (or map function whose result is tested for truthiness).")
+          .one_of("map|predicate"),
   };
 
   Filter(sdk::Context ctx, const sdk::Config& cfg);

@@ -117,7 +117,34 @@ std::vector<std::optional<Held>> decode_latest(const char* type, ValueRef items,
 
 // --- zip -------------------------------------------------------------------------------------
 
+void Zip::validate(const Config& cfg) {
+  const uint32_t n = cfg.input_count();
+  const Value literals = cfg.get_array("literals");
+  const size_t width = n + literals.size();
+  std::vector<int64_t> taken;
+  for (size_t i = 0; i < literals.size(); ++i) {
+    const Value lit = literals[i];
+    const std::string where = "item " + std::to_string(i);
+    std::optional<Value> at = lit.get("at");
+    std::optional<Value> value = lit.get("value");
+    if (!lit.is_object() || !at || !value || lit.size() != 2) {
+      cfg.fail("literals", where + " must be a table { at = POSITION, value = V }");
+    }
+    if (!at->is_int() || at->as_int() < 0 || at->as_int() >= static_cast<int64_t>(width)) {
+      cfg.fail("literals", where + ": 'at' must be a position from 0 to " +
+                               std::to_string(width - 1) + " (the output has " +
+                               std::to_string(width) + " items: " + std::to_string(n) +
+                               " inputs and " + std::to_string(literals.size()) + " literals)");
+    }
+    if (std::find(taken.begin(), taken.end(), at->as_int()) != taken.end()) {
+      cfg.fail("literals", where + ": position " + std::to_string(at->as_int()) + " is taken");
+    }
+    taken.push_back(at->as_int());
+  }
+}
+
 Zip::Zip(Context /*ctx*/, const Config& cfg) : maxsize_(maxsize_of(cfg)) {
+  validate(cfg);
   const uint32_t n = cfg.input_count();
   const Value literals = cfg.get_array("literals");
   const size_t width = n + literals.size();
@@ -253,6 +280,18 @@ Status Zip::restore(Context /*ctx*/, ValueRef state) {
 }
 
 // --- combine_latest --------------------------------------------------------------------------
+
+void CombineLatest::validate(const Config& cfg) {
+  if (std::optional<Value> on = cfg.find_value("emit_on")) {
+    if (on->is_array()) {
+      if (on->size() == 0) cfg.fail("emit_on", "must name at least one input");
+      for (size_t i = 0; i < on->size(); ++i)
+        static_cast<void>(cfg.input_index("emit_on", (*on)[i]));
+    } else {
+      static_cast<void>(cfg.input_index("emit_on", *on));
+    }
+  }
+}
 
 CombineLatest::CombineLatest(Context /*ctx*/, const Config& cfg)
     : hold_early_(cfg.get_bool("hold_early")), maxsize_(maxsize_of(cfg)) {
@@ -390,6 +429,10 @@ Status CombineLatest::restore(Context /*ctx*/, ValueRef state) {
 }
 
 // --- zip_latest ------------------------------------------------------------------------------
+
+void ZipLatest::validate(const Config& cfg) {
+  static_cast<void>(cfg.input_index("lossless", cfg.get_value("lossless")));
+}
 
 ZipLatest::ZipLatest(Context /*ctx*/, const Config& cfg)
     : lossless_(cfg.input_index("lossless", cfg.get_value("lossless"))), maxsize_(maxsize_of(cfg)) {

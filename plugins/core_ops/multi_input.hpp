@@ -40,12 +40,15 @@ class Zip final : public sdk::Operator {
   static constexpr int32_t k_max_inputs = SL_INPUTS_UNLIMITED;
   static constexpr std::array k_params{
       sdk::param("maxsize", SL_PARAM_INT, "10",
-                 "Elements buffered per input before the sources feeding it are paused (>= 1)."),
+                 "Elements buffered per input before the sources feeding it are paused (>= 1).")
+          .min(1),
       sdk::param("literals", SL_PARAM_ARRAY, "[]",
                  "Fixed values in the output: tables { at = POSITION, value = V }, POSITION "
                  "counting from 0 over the whole output array."),
   };
 
+  /// Each literal is { at, value } at a free position of the output.
+  static void validate(const sdk::Config& cfg);
   Zip(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status start(sdk::Context ctx) override;
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
@@ -97,9 +100,12 @@ class CombineLatest final : public sdk::Operator {
                  "them when it has, instead of dropping them (streamz drops them)."),
       sdk::param("maxsize", SL_PARAM_INT, "10",
                  "With hold_early: held arrivals before the inputs that have a value are paused "
-                 "(>= 1)."),
+                 "(>= 1).")
+          .min(1),
   };
 
+  /// `emit_on` names inputs the node has.
+  static void validate(const sdk::Config& cfg);
   CombineLatest(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status start(sdk::Context ctx) override;
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
@@ -144,9 +150,12 @@ class ZipLatest final : public sdk::Operator {
       sdk::param("lossless", SL_PARAM_ANY, "0",
                  "The lossless input: its id or index. Default: the first input."),
       sdk::param("maxsize", SL_PARAM_INT, "10",
-                 "Lossless elements buffered before its sources are paused (>= 1)."),
+                 "Lossless elements buffered before its sources are paused (>= 1).")
+          .min(1),
   };
 
+  /// `lossless` names an input the node has.
+  static void validate(const sdk::Config& cfg);
   ZipLatest(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status start(sdk::Context ctx) override;
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
@@ -204,7 +213,8 @@ class Collect final : public sdk::Operator {
   static constexpr int32_t k_min_inputs = 2;
   static constexpr int32_t k_max_inputs = 2;
   static constexpr std::array k_params{
-      sdk::param("maxsize", SL_PARAM_INT, "100000", "Most elements collected at once (>= 1)."),
+      sdk::param("maxsize", SL_PARAM_INT, "100000", "Most elements collected at once (>= 1).")
+          .min(1),
       sdk::param("flush_at_end", SL_PARAM_BOOL, "true",
                  "At end of input, emit what is collected (if anything)."),
   };

@@ -37,11 +37,13 @@ class FromPeriodic final : public sdk::Source {
       "emits. Checkpoints the tick count and the time of the next tick.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::param("interval_ms", SL_PARAM_DURATION, "100", "Time between elements (ms, > 0)."),
+      sdk::param("interval_ms", SL_PARAM_DURATION, "100", "Time between elements (ms, > 0).")
+          .min(1),
       sdk::param("value", SL_PARAM_ANY, nullptr,
                  "The element to emit on every tick (absent: the tick number, from 0)."),
       sdk::param("limit", SL_PARAM_INT, nullptr,
-                 "End the stream after this many elements (absent: never end)."),
+                 "End the stream after this many elements (absent: never end).")
+          .min(0),
   };
 
   explicit FromPeriodic(const sl_node_init& init);
@@ -80,9 +82,11 @@ class Filenames final : public sdk::Source {
       "set of paths already emitted (it grows with every new file, as in streamz).";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::required("path", SL_PARAM_STRING, "A directory, or a glob pattern over paths."),
+      sdk::required("path", SL_PARAM_STRING, "A directory, or a glob pattern over paths.")
+          .non_empty(),
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",
-                 "How often to look for new files (ms, > 0)."),
+                 "How often to look for new files (ms, > 0).")
+          .min(1),
       sdk::param("watch", SL_PARAM_BOOL, "true",
                  "Keep looking for new files; false: emit the current matches, then end."),
   };
@@ -136,16 +140,20 @@ class FromProcess final : public sdk::Source {
       "restored pipeline starts the command again. With several tasks, only task 0 runs it.";
   static constexpr std::array k_params{
       sdk::required("command", SL_PARAM_ARRAY,
-                    "The program and its arguments, e.g. [\"ping\", \"-c\", \"3\", \"::1\"]."),
+                    "The program and its arguments, e.g. [\"ping\", \"-c\", \"3\", \"::1\"].")
+          .non_empty(),
       sdk::param("with_stderr", SL_PARAM_BOOL, "false",
                  "Emit the child's stderr lines too (merged with stdout)."),
       sdk::param("with_end", SL_PARAM_BOOL, "true",
                  "Emit a last line that has no trailing newline."),
       sdk::param("max_line_bytes", SL_PARAM_INT, "1048576",
                  "Longest line in bytes, without its newline (> 0); a longer one kills the "
-                 "child and fails the node."),
+                 "child and fails the node.")
+          .min(1),
   };
 
+  /// Every item of `command` is a string without NUL; the program is not empty.
+  static void validate(const sdk::Config& cfg);
   explicit FromProcess(const sl_node_init& init);
   ~FromProcess() override;
   FromProcess(const FromProcess&) = delete;

@@ -60,6 +60,12 @@ std::vector<std::string> argv_of(const Config& cfg) {
   return argv;
 }
 
+}  // namespace
+
+void FromProcess::validate(const Config& cfg) { static_cast<void>(argv_of(cfg)); }
+
+namespace {
+
 void close_fd(int& fd) noexcept {
   if (fd >= 0) ::close(fd);
   fd = -1;

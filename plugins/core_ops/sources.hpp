@@ -30,6 +30,8 @@ class FromIterable final : public sdk::Source {
                  "The elements as JSON texts: an array of strings, each parsed as one value."),
   };
 
+  /// One of `values` and `json`; every `json` item parses.
+  static void validate(const sdk::Config& cfg);
   explicit FromIterable(const sl_node_init& init);
 
   sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
@@ -60,28 +62,33 @@ class FromTextfile final : public sdk::Source {
       "at once). Checkpoints the byte offset of the next line.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::required("path", SL_PARAM_STRING, "The file to read."),
+      sdk::required("path", SL_PARAM_STRING, "The file to read.").non_empty(),
       sdk::param("delimiter", SL_PARAM_STRING, R"("\n")",
-                 "What ends a line (any non-empty text; not part of the emitted string)."),
+                 "What ends a line (any non-empty text; not part of the emitted string).")
+          .non_empty(),
       sdk::param("from_end", SL_PARAM_BOOL, "false",
                  "Start at the current end of the file (only lines written later are read)."),
       sdk::param("follow", SL_PARAM_BOOL, "false",
                  "At the end of the file, wait for more instead of ending the stream."),
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",
-                 "With `follow`: how often to check the file for more data (ms, > 0)."),
+                 "With `follow`: how often to check the file for more data (ms, > 0).")
+          .min(1),
       sdk::param("max_line_bytes", SL_PARAM_INT, "1048576",
                  "Longest line in bytes, without its delimiter (> 0); `on_long_line` handles "
-                 "longer ones."),
+                 "longer ones.")
+          .min(1),
       sdk::param("on_long_line", SL_PARAM_STRING, R"("fail")",
                  R"("fail": a line longer than `max_line_bytes` fails the source (the error )"
                  R"(names the file and the line's byte offset); "skip": drop it, reading on )"
                  R"(to its delimiter without keeping it, and log (at the 1st, 2nd, 4th... ))"
-                 R"(occurrence).)"),
+                 R"(occurrence).)")
+          .one_of("fail|skip"),
       sdk::param("invalid_utf8", SL_PARAM_STRING, R"("replace")",
                  R"(A line that is not valid UTF-8: "replace" each ill-formed sequence with )"
                  R"(U+FFFD, as Python's errors="replace" (logged at the 1st, 2nd, 4th... line); )"
                  R"("bytes": emit that line as bytes instead of a string; "skip": drop it )"
-                 R"((logged likewise); "fail": fail the source, naming the file and offset.)"),
+                 R"((logged likewise); "fail": fail the source, naming the file and offset.)")
+          .one_of("replace|bytes|skip|fail"),
   };
 
   explicit FromTextfile(const sl_node_init& init);

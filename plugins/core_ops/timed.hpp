@@ -103,7 +103,7 @@ class TimedWindow final : public sdk::Operator {
       "the open window and its deadline.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::required("interval_ms", SL_PARAM_DURATION, "Length of each window (ms, > 0)."),
+      sdk::required("interval_ms", SL_PARAM_DURATION, "Length of each window (ms, > 0).").min(1),
       sdk::param("emit_empty", SL_PARAM_BOOL, "true",
                  "Emit an empty array for an interval in which nothing arrived (as streamz)."),
       sdk::param("emit_partial", SL_PARAM_BOOL, "true",
@@ -144,11 +144,12 @@ class TimedWindowUnique final : public sdk::Operator {
       "and its deadline.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::required("interval_ms", SL_PARAM_DURATION, "Length of each window (ms, > 0)."),
+      sdk::required("interval_ms", SL_PARAM_DURATION, "Length of each window (ms, > 0).").min(1),
       sdk::param("key", SL_PARAM_FUNCTION, nullptr,
                  "The function giving each element's key (absent: the element itself)."),
       sdk::param("keep", SL_PARAM_STRING, R"("first")",
-                 "Which element of a repeated key to keep: \"first\" or \"last\"."),
+                 "Which element of a repeated key to keep: \"first\" or \"last\".")
+          .one_of("first|last"),
       sdk::param("emit_empty", SL_PARAM_BOOL, "true",
                  "Emit an empty array for an interval in which nothing arrived (as streamz)."),
       sdk::param("emit_partial", SL_PARAM_BOOL, "true",
@@ -200,7 +201,7 @@ class Buffer final : public sdk::Operator {
       "end of input what is queued is emitted before the output ends. Checkpoints the queue.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
-      sdk::required("n", SL_PARAM_INT, "Queue size at which sources are paused (> 0)."),
+      sdk::required("n", SL_PARAM_INT, "Queue size at which sources are paused (> 0).").min(1),
   };
 
   Buffer(sdk::Context ctx, const sdk::Config& cfg);
@@ -272,7 +273,8 @@ class RateLimit final : public sdk::Operator {
   static constexpr std::array k_params{
       sdk::required("interval_ms", SL_PARAM_DURATION, "Minimum spacing of emissions (ms)."),
       sdk::param("max_queued", SL_PARAM_INT, "1000",
-                 "Queued elements at which sources are paused (> 0)."),
+                 "Queued elements at which sources are paused (> 0).")
+          .min(1),
   };
 
   RateLimit(sdk::Context ctx, const sdk::Config& cfg);
@@ -316,7 +318,8 @@ class Delay final : public sdk::Operator {
   static constexpr std::array k_params{
       sdk::required("interval_ms", SL_PARAM_DURATION, "How long each element is held (ms)."),
       sdk::param("max_queued", SL_PARAM_INT, "1000",
-                 "Waiting elements at which sources are paused (> 0)."),
+                 "Waiting elements at which sources are paused (> 0).")
+          .min(1),
   };
 
   Delay(sdk::Context ctx, const sdk::Config& cfg);

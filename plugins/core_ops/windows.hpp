@@ -34,7 +34,7 @@ class Partition final : public sdk::Operator {
       "key = \"get\", key_args = { path = ... } here. State: the pending groups and their "
       "timeout deadlines.";
   static constexpr std::array k_params{
-      sdk::required("n", SL_PARAM_INT, "Size of a group (>= 1)."),
+      sdk::required("n", SL_PARAM_INT, "Size of a group (>= 1).").min(1),
       sdk::param("timeout_ms", SL_PARAM_DURATION, nullptr,
                  "Emit a short group this long after its first element; absent: never."),
       sdk::param("key", SL_PARAM_FUNCTION, nullptr,
@@ -92,12 +92,13 @@ class PartitionUnique final : public sdk::Operator {
       "(streamz took any other string as \"first\"); keys compare as the host compares "
       "values. State: the held elements and their keys.";
   static constexpr std::array k_params{
-      sdk::required("n", SL_PARAM_INT, "Number of distinct elements per group (>= 1)."),
+      sdk::required("n", SL_PARAM_INT, "Number of distinct elements per group (>= 1).").min(1),
       sdk::param("key", SL_PARAM_FUNCTION, nullptr,
                  "Function giving an element's key, e.g. key = \"get\", key_args = { path = "
                  "\"id\" }; absent: the element itself."),
       sdk::param("keep", SL_PARAM_STRING, "\"first\"",
-                 R"(Which of two elements of one key to hold: "first" or "last".)"),
+                 R"(Which of two elements of one key to hold: "first" or "last".)")
+          .one_of("first|last"),
       sdk::param("emit_partial", SL_PARAM_BOOL, "false",
                  "At end of input, emit the group held so far instead of dropping it."),
   };
@@ -139,7 +140,7 @@ class SlidingWindow final : public sdk::Operator {
       "of input when fewer than n elements arrived in all, for batch jobs on short input. "
       "State: the window.";
   static constexpr std::array k_params{
-      sdk::required("n", SL_PARAM_INT, "Size of the window (>= 1)."),
+      sdk::required("n", SL_PARAM_INT, "Size of the window (>= 1).").min(1),
       sdk::param("return_partial", SL_PARAM_BOOL, "true",
                  "Emit the shorter windows of the first n - 1 elements."),
       sdk::param("emit_partial", SL_PARAM_BOOL, "false",

@@ -86,6 +86,39 @@ bool posix_match(const std::string& pattern, const std::string& text) {
 // ---------------------------------------------------------------------------
 // Construction and start
 
+void KafkaSource::validate(const Config& cfg) {
+  const Value topics = cfg.get_array("topics");
+  for (size_t i = 0; i < topics.size(); ++i) {
+    const Value t = topics[i];
+    if (!t.is_string() || t.as_str().empty()) {
+      cfg.fail("topics", "item " + std::to_string(i) + " must be a non-empty string (got " +
+                             t.to_json() + ")");
+    }
+    const std::string name(t.as_str());
+    if (name.front() == '^') {
+      regex_t re;
+      if (regcomp(&re, name.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
+        cfg.fail("topics", "item " + std::to_string(i) +
+                               " is not a valid regular expression (POSIX extended)");
+      }
+      regfree(&re);
+      if (!cfg.has("group_id") && cfg.get_duration("refresh_ms").count() == 0) {
+        cfg.fail("refresh_ms", "must be positive when `topics` has a `^` pattern and no group_id");
+      }
+    }
+  }
+  const bool dead_letter = cfg.get_string("on_error") == "dead_letter";
+  const std::optional<std::string> dlq = cfg.find_string("dead_letter_topic");
+  if (dead_letter && (!dlq || dlq->empty())) {
+    cfg.fail("dead_letter_topic", "is required when on_error = \"dead_letter\"");
+  }
+  if (!dead_letter && dlq) {
+    cfg.fail("dead_letter_topic", "is used only with on_error = \"dead_letter\"");
+  }
+  // The user's librdkafka properties, checked on a configuration object of their own.
+  static_cast<void>(make_conf(cfg, "localhost:9092", 0, {}));
+}
+
 KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
     : ctx_(init.ctx), batched_(batched), shared_(std::make_shared<Shared>()) {
   const Config cfg(init);

@@ -31,29 +31,35 @@ namespace sluice::kafka {
                 "mock cluster inside the process (shared by all nodes saying \"embedded\")."),    \
       sdk::required("topics", SL_PARAM_ARRAY,                                                     \
                     "Topic names; a name starting with `^` is a regular expression (POSIX "       \
-                    "extended) matched against every topic, also topics created later."),         \
+                    "extended) matched against every topic, also topics created later.")          \
+          .non_empty(),                                                                           \
       sdk::param("group_id", SL_PARAM_STRING, nullptr,                                            \
                  "Consumer group: partitions are shared with the group's other members and "      \
                  "offsets are committed to it. Without it every partition of the topics is "      \
-                 "read and nothing is committed."),                                               \
+                 "read and nothing is committed.")                                                \
+          .non_empty(),                                                                           \
       sdk::param("start", SL_PARAM_STRING, "\"committed\"",                                       \
                  "Where to begin in a partition first assigned: \"committed\" (the group's "      \
                  "committed offset, else the earliest; without group_id: the earliest), "         \
-                 "\"earliest\" or \"latest\"."),                                                  \
+                 "\"earliest\" or \"latest\".")                                                   \
+          .one_of("committed|earliest|latest"),                                                   \
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",                                    \
                  "When idle, look for messages at least this often (librdkafka also wakes the "   \
-                 "source as soon as messages arrive)."),                                          \
+                 "source as soon as messages arrive).")                                           \
+          .min(1),                                                                                \
       sdk::param("keys", SL_PARAM_BOOL, "false",                                                  \
                  "Emit {key, value, topic, partition, offset, timestamp, headers} objects "       \
                  "instead of bare values."),                                                      \
       sdk::param("value_format", SL_PARAM_STRING, "\"bytes\"",                                    \
                  "\"bytes\" (as streamz; payloads over 512 bytes are not copied), \"string\" "    \
                  "(UTF-8 text: another payload does not decode) or \"json\" (parsed; a "          \
-                 "decode failure is handled by `on_error`)."),                                    \
+                 "decode failure is handled by `on_error`).")                                     \
+          .one_of("bytes|string|json"),                                                           \
       sdk::param("on_error", SL_PARAM_STRING, "\"fail\"",                                         \
                  "A message whose value does not decode: \"fail\" the node, \"skip\" it (with a " \
                  "warning), or \"dead_letter\": produce it unchanged to `dead_letter_topic` "     \
-                 "with the reason in header `sluice.error`."),                                    \
+                 "with the reason in header `sluice.error`.")                                     \
+          .one_of("fail|skip|dead_letter"),                                                       \
       sdk::param("dead_letter_topic", SL_PARAM_STRING, nullptr,                                   \
                  "Topic (same brokers) for on_error = \"dead_letter\"."),                         \
       sdk::param("refresh_ms", SL_PARAM_DURATION, "30000",                                        \
@@ -63,7 +69,8 @@ namespace sluice::kafka {
       sdk::param("commit_interval_ms", SL_PARAM_DURATION, "5000",                                 \
                  "With a group: commit the offsets of processed messages this often (and "        \
                  "always when partitions are revoked and at the end). Not used with a "           \
-                 "[checkpoint] table: offsets are then committed with each checkpoint."),         \
+                 "[checkpoint] table: offsets are then committed with each checkpoint.")          \
+          .min(1),                                                                                \
       sdk::param("stop_at_end", SL_PARAM_BOOL, "false",                                           \
                  "End the stream once every assigned partition is at its end (like `kcat -e`), "  \
                  "so `sluiced run` can exit by itself."),                                         \
@@ -73,7 +80,8 @@ namespace sluice::kafka {
       sdk::param("max_held_kbytes", SL_PARAM_INT, "16384",                                        \
                  "Payloads are handed downstream without copying while the values still held "    \
                  "downstream total less than this; past it they are copied, so a buffering "      \
-                 "operator never pins librdkafka's fetch buffers without bound."),                \
+                 "operator never pins librdkafka's fetch buffers without bound.")                 \
+          .min(0),                                                                                \
       sdk::param("close_timeout_ms", SL_PARAM_DURATION, "10000",                                  \
                  "Bound on the final commit and on leaving the group at the end."),               \
       sdk::param("config", SL_PARAM_TABLE, "{}",                                                  \
@@ -89,6 +97,8 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// Stateful: the checkpoint holds the position (next offset) of every partition read.
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
 
+  /// The cross-key rules of the constructor and the `config` table (no client is made).
+  static void validate(const sdk::Config& cfg);
   KafkaSource(const sl_node_init& init, bool batched);
   ~KafkaSource() override;
   KafkaSource(const KafkaSource&) = delete;
@@ -290,7 +300,8 @@ class FromKafkaBatched final : public KafkaSource {
   static constexpr std::array k_params{
       SLUICE_KAFKA_SOURCE_PARAMS,
       sdk::param("max_batch_size", SL_PARAM_INT, "10000",
-                 "Most messages in one emitted array (streamz max_batch_size)."),
+                 "Most messages in one emitted array (streamz max_batch_size).")
+          .min(1),
   };
   explicit FromKafkaBatched(const sl_node_init& init) : KafkaSource(init, true) {}
 };

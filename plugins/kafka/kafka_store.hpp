@@ -34,9 +34,11 @@ class KafkaStore final : public sdk::Store, private ClientEvents {
       sdk::required("brokers", SL_PARAM_STRING, "Bootstrap servers, \"host:port,...\"."),
       sdk::param("topic", SL_PARAM_STRING, "\"sluice-checkpoints\"",
                  "The compacted topic (partition 0 is used); several pipelines may share it "
-                 "(keys start with the pipeline's name)."),
+                 "(keys start with the pipeline's name).")
+          .non_empty(),
       sdk::param("timeout_ms", SL_PARAM_DURATION, "30000",
-                 "Bound on each write (until acknowledged) and on reading the topic at open."),
+                 "Bound on each write (until acknowledged) and on reading the topic at open.")
+          .min(1),
       sdk::param("config", SL_PARAM_TABLE, "{}",
                  "librdkafka properties for the store's producer and reader (same refusals as "
                  "from_kafka)."),

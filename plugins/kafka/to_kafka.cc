@@ -31,6 +31,41 @@ std::string path_text(const std::vector<Value>& path) {
 
 }  // namespace
 
+void ToKafka::validate(const Config& cfg) {
+  if (std::optional<Value> key = cfg.find_value("key")) {
+    std::vector<Value> path;
+    if (key->is_array()) {
+      for (size_t i = 0; i < key->size(); ++i) path.push_back((*key)[i]);
+    } else {
+      path.push_back(*key);
+    }
+    for (const Value& seg : path) {
+      if (!seg.is_string() && !(seg.is_int() && seg.as_int() >= 0)) {
+        cfg.fail("key",
+                 "must be a field name (string), an array index (int >= 0) or an array of "
+                 "those (got " +
+                     key->to_json().substr(0, 120) + ")");
+      }
+    }
+    if (path.empty()) cfg.fail("key", "must not be an empty path");
+  }
+  if (cfg.get_bool("exactly_once")) {
+    if (!cfg.checkpointing()) {
+      cfg.fail("exactly_once",
+               "needs a [checkpoint] table: each transaction is committed with a checkpoint");
+    }
+    if (config_sets(cfg, "transactional.id")) {
+      cfg.fail("config", "transactional.id is set through `transactional_id`");
+    }
+    if (cfg.get_duration("transaction_timeout_ms").count() < 1000) {
+      cfg.fail("transaction_timeout_ms", "must be >= 1000");
+    }
+  } else if (cfg.find_string("transactional_id")) {
+    cfg.fail("transactional_id", "is used only with exactly_once = true");
+  }
+  static_cast<void>(make_conf(cfg, "localhost:9092", 0, {{"enable.idempotence", "true"}}));
+}
+
 ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
   const Config cfg(init);
   topic_ = cfg.get_string("topic");

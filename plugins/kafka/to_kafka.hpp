@@ -40,7 +40,7 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
       sdk::required("brokers", SL_PARAM_STRING,
                     "Bootstrap servers, \"host:port,...\", or \"embedded\" (the in-process mock "
                     "cluster)."),
-      sdk::required("topic", SL_PARAM_STRING, "The topic to write to."),
+      sdk::required("topic", SL_PARAM_STRING, "The topic to write to.").non_empty(),
       sdk::param("key", SL_PARAM_ANY, nullptr,
                  "Where the Kafka key comes from: a field name (string), an array index (int) "
                  "or a path (array of those) into the element. Absent: the message's own key "
@@ -48,7 +48,8 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
       sdk::param("flush_timeout_ms", SL_PARAM_DURATION, "10000",
                  "Bound on waiting for the last deliveries at the end (finish, stop)."),
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "50",
-                 "How often delivery reports are read when librdkafka has not signalled any."),
+                 "How often delivery reports are read when librdkafka has not signalled any.")
+          .min(1),
       sdk::param("config", SL_PARAM_TABLE, "{}",
                  "librdkafka producer properties passed unchanged (same refusals as "
                  "from_kafka). Default enable.idempotence = true (order per partition is kept "
@@ -66,6 +67,8 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
                  "left open longer, e.g. by a crashed process)."),
   };
 
+  /// The cross-key rules of the constructor and the `config` table (no client is made).
+  static void validate(const sdk::Config& cfg);
   explicit ToKafka(const sl_node_init& init);
   ~ToKafka() override;
   ToKafka(const ToKafka&) = delete;

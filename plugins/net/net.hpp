@@ -36,17 +36,22 @@ class FromTcp final : public ServerSource {
       "listens. Not stateful: TCP cannot replay, so messages read but not yet emitted when the "
       "pipeline stops are lost; run on the loopback or a trusted network (no TLS, no auth).";
   static constexpr std::array k_params{
-      sdk::required("port", SL_PARAM_INT, "TCP port to listen on (0: any free port, logged)."),
+      sdk::required("port", SL_PARAM_INT, "TCP port to listen on (0: any free port, logged).")
+          .range(0, 65535),
       sdk::param("address", SL_PARAM_STRING, "\"127.0.0.1\"",
                  "Numeric IPv4 or IPv6 address to bind (\"0.0.0.0\": every interface)."),
       sdk::param("delimiter", SL_PARAM_STRING, "\"\\n\"",
-                 "Separator between messages (not empty; e.g. \"\\r\\n\")."),
-      sdk::param("format", SL_PARAM_STRING, "\"text\"", R"("text" (UTF-8 strings) or "bytes".)"),
+                 "Separator between messages (not empty; e.g. \"\\r\\n\").")
+          .non_empty(),
+      sdk::param("format", SL_PARAM_STRING, "\"text\"", R"("text" (UTF-8 strings) or "bytes".)")
+          .one_of("text|bytes"),
       sdk::param("max_line_bytes", SL_PARAM_INT, "1048576",
-                 "Longest message accepted; a longer one closes its connection."),
-      sdk::param("max_connections", SL_PARAM_INT, "64", "Clients served at once."),
+                 "Longest message accepted; a longer one closes its connection.")
+          .min(1),
+      sdk::param("max_connections", SL_PARAM_INT, "64", "Clients served at once.").min(1),
       sdk::param("max_buffered_bytes", SL_PARAM_INT, "1048576",
-                 "Bytes of messages waiting for a poll at which reading pauses."),
+                 "Bytes of messages waiting for a poll at which reading pauses.")
+          .min(1),
   };
 
   explicit FromTcp(const sl_node_init& init);
@@ -112,25 +117,40 @@ class FromHttpServer final : public ServerSource {
       "logged as \"listening on ADDRESS:PORT\". With several tasks, only task 0 listens. Not "
       "stateful. No TLS and no authentication: bind to the loopback or a trusted network.";
   static constexpr std::array k_params{
-      sdk::required("port", SL_PARAM_INT, "TCP port to listen on (0: any free port, logged)."),
+      sdk::required("port", SL_PARAM_INT, "TCP port to listen on (0: any free port, logged).")
+          .range(0, 65535),
       sdk::param("address", SL_PARAM_STRING, "\"127.0.0.1\"",
                  "Numeric IPv4 or IPv6 address to bind (\"0.0.0.0\": every interface)."),
       sdk::param("path", SL_PARAM_STRING, "\"/\"", "The one path that accepts bodies."),
       sdk::param("format", SL_PARAM_STRING, "\"text\"",
-                 R"("text" (UTF-8 string), "bytes" or "json" (the parsed document).)"),
-      sdk::param("max_body_bytes", SL_PARAM_INT, "1048576", "Largest body accepted (else 413)."),
+                 R"("text" (UTF-8 string), "bytes" or "json" (the parsed document).)")
+          .one_of("text|bytes|json"),
+      sdk::param("max_body_bytes", SL_PARAM_INT, "1048576", "Largest body accepted (else 413).")
+          .min(0),
       sdk::param("max_pending", SL_PARAM_INT, "64",
-                 "Bodies waiting for the pipeline at which new ones get 503."),
+                 "Bodies waiting for the pipeline at which new ones get 503.")
+          .min(1),
       sdk::param("max_connections", SL_PARAM_INT, "64",
-                 "Clients served at once (at the limit the idlest connection makes room)."),
+                 "Clients served at once (at the limit the idlest connection makes room).")
+          .min(1),
       sdk::param("header_timeout_ms", SL_PARAM_INT, "10000",
                  "Time from a request's first byte to the end of its header; a connection "
-                 "slower than that is closed."),
+                 "slower than that is closed.")
+          .min(1),
       sdk::param("idle_timeout_ms", SL_PARAM_INT, "60000",
                  "Time a connection may stay idle (between requests, or a body or an answer "
-                 "making no progress) before it is closed."),
+                 "making no progress) before it is closed.")
+          .min(1),
   };
 
+  /// The address is numeric and the path starts with '/'.
+  static void validate(const sdk::Config& cfg) {
+    ServerSource::validate(cfg);
+    const std::string path = cfg.get_string("path");
+    if (path.empty() || path[0] != '/') {
+      cfg.fail("path", "must start with '/' (got \"" + path.substr(0, 64) + "\")");
+    }
+  }
   explicit FromHttpServer(const sl_node_init& init);
   ~FromHttpServer() override;
   FromHttpServer(const FromHttpServer&) = delete;

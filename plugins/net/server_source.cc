@@ -54,6 +54,17 @@ void close_fd(int& fd) noexcept {
   fd = -1;
 }
 
+void ServerSource::validate(const Config& cfg) {
+  const std::string address = cfg.get_string("address");
+  in6_addr v6{};
+  if (::inet_pton(AF_INET, address.c_str(), &v6) != 1 &&
+      ::inet_pton(AF_INET6, address.c_str(), &v6) != 1) {
+    cfg.fail("address",
+             "must be a numeric IPv4 or IPv6 address, e.g. \"127.0.0.1\" or \"::1\" (got \"" +
+                 address.substr(0, 64) + "\")");
+  }
+}
+
 ServerSource::ServerSource(const sl_node_init& init, const Config& cfg, const char* type)
     : ctx_(init.ctx),
       type_(type),

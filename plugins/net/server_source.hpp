@@ -27,6 +27,8 @@ void close_fd(int& fd) noexcept;
 /// (never reused) from next_connection_id(). Timer id 0 is the accept retry.
 class ServerSource : public sdk::Source {
  public:
+  /// `address` is a numeric IPv4 or IPv6 address (no name lookup: it would block the task).
+  static void validate(const sdk::Config& cfg);
   ServerSource(const sl_node_init& init, const sdk::Config& cfg, const char* type);
   ~ServerSource() override;
   ServerSource(const ServerSource&) = delete;

@@ -50,21 +50,33 @@ class SinkToTextfile final : public sdk::Sink {
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
       sdk::required("path", SL_PARAM_STRING,
-                    "The file to write; `{task}` is replaced by the task index."),
+                    "The file to write; `{task}` is replaced by the task index.")
+          .non_empty(),
       sdk::param("format", SL_PARAM_STRING, "\"json\"",
                  R"("json" (one compact JSON document per line, always valid UTF-8: bytes as )"
                  R"(base64, NaN and infinities as the strings "NaN", "Infinity", "-Infinity") )"
-                 R"(or "text" (strings, raw).)"),
+                 R"(or "text" (strings, raw).)")
+          .one_of("json|text"),
       sdk::param("append", SL_PARAM_BOOL, "false",
                  "Append to the file instead of truncating it at start."),
       sdk::param("flush", SL_PARAM_STRING, "\"batch\"",
                  "\"batch\" (hand the data to the OS after each batch) or \"finish\" (only "
-                 "when the 64 KiB buffer fills and at finish)."),
+                 "when the 64 KiB buffer fills and at finish).")
+          .one_of("batch|finish"),
       sdk::param("exactly_once", SL_PARAM_BOOL, "false",
                  "With [checkpoint]: on restart, cut the file back to its length at the "
                  "restored checkpoint, so that every element appears exactly once."),
   };
 
+  /// Several tasks need `{task}` in the path (they would overwrite one file).
+  static void validate(const sdk::Config& cfg) {
+    const std::string path = cfg.get_string("path");
+    if (cfg.task_count() > 1 && path.find("{task}") == std::string::npos) {
+      cfg.fail("path", "must contain {task} when the graph runs " +
+                           std::to_string(cfg.task_count()) +
+                           " tasks, so that each task writes its own file");
+    }
+  }
   explicit SinkToTextfile(const sl_node_init& init);
   ~SinkToTextfile() override;
   SinkToTextfile(const SinkToTextfile&) = delete;

@@ -64,6 +64,7 @@ static const struct_info k_structs[] = {
     STRUCT(sl_function_init), STRUCT(sl_function_def),
     STRUCT(sl_plugin),        STRUCT(sl_store_init),
     STRUCT(sl_epoch_info),    STRUCT(sl_checkpoint_store),
+    STRUCT(sl_validate_init),
 };
 
 /* Every field, in declaration order. A new field of sluice.h goes here too (the
@@ -95,6 +96,11 @@ static const field_info k_fields[] = {
     FIELD(sl_param, flags),
     FIELD(sl_param, default_json),
     FIELD(sl_param, doc),
+    FIELD(sl_param, min_int),
+    FIELD(sl_param, max_int),
+    FIELD(sl_param, min_float),
+    FIELD(sl_param, max_float),
+    FIELD(sl_param, choices),
 
     FIELD(sl_host_api, struct_size),
     FIELD(sl_host_api, abi_major),
@@ -178,6 +184,7 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, checkpoint_recover),
     FIELD(sl_node_type, map_values),
     FIELD(sl_node_type, select_values),
+    FIELD(sl_node_type, validate),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),
@@ -196,6 +203,7 @@ static const field_info k_fields[] = {
     FIELD(sl_function_def, unbind),
     FIELD(sl_function_def, call),
     FIELD(sl_function_def, call_batch),
+    FIELD(sl_function_def, validate),
 
     FIELD(sl_plugin, struct_size),
     FIELD(sl_plugin, abi_major),
@@ -232,6 +240,17 @@ static const field_info k_fields[] = {
     FIELD(sl_checkpoint_store, read),
     FIELD(sl_checkpoint_store, list),
     FIELD(sl_checkpoint_store, remove),
+    FIELD(sl_validate_init, struct_size),
+    FIELD(sl_validate_init, host),
+    FIELD(sl_validate_init, config),
+    FIELD(sl_validate_init, node_id),
+    FIELD(sl_validate_init, input_count),
+    FIELD(sl_validate_init, input_ids),
+    FIELD(sl_validate_init, task_count),
+    FIELD(sl_validate_init, checkpointing),
+    FIELD(sl_validate_init, pipeline),
+    FIELD(sl_validate_init, report),
+    FIELD(sl_validate_init, report_arg),
 };
 
 static const const_info k_consts[] = {
@@ -288,6 +307,11 @@ static const const_info k_consts[] = {
     CONST(SL_ROLE_SINK),
     CONST(SL_NODE_STATEFUL),
     CONST(SL_INPUTS_UNLIMITED),
+    CONST(SL_PARAM_NON_EMPTY),
+    CONST(SL_PARAM_HAS_MIN),
+    CONST(SL_PARAM_HAS_MAX),
+    CONST(SL_PARAM_MIN_EXCLUSIVE),
+    CONST(SL_PARAM_HAS_CHOICES),
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -147,8 +147,9 @@ sl_status sink_abort(void*, sl_context*, uint64_t epoch) {
 }
 
 const sl_param k_stepper_params[] = {
-    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""},
-    {sizeof(sl_param), "step", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
+    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
+    {sizeof(sl_param), "step", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "", 0, 0, 0.0, 0.0,
+     nullptr}};
 
 using test_support::bare_node_type;
 

@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from sluice_it import EXIT_OK, EXIT_RUNTIME, SluiceTestCase, toml_str, wait_for
+from sluice_it import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, SluiceTestCase, toml_str, wait_for
 
 LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 
@@ -215,8 +215,9 @@ class FromTcpTest(NetCase):
         self.assertExit(r, EXIT_RUNTIME)
         self.assertInStderr("cannot listen on 127.0.0.1", r)
 
-    def test_bad_values_fail_create_naming_the_key(self):
-        # Checked when the node is created (`sluiced run`), as every plugin's own checks.
+    def test_bad_values_fail_validate_naming_the_key(self):
+        # Refused by `sluiced validate` (constraints and the node type's validate callback),
+        # with the key's position: a config that validates never fails at create.
         out = self.path("out.txt")
         for key, value, needle in [("address", "localhost", "numeric IPv4 or IPv6"),
                                    ("delimiter", "", "must not be empty"),
@@ -226,10 +227,9 @@ class FromTcpTest(NetCase):
             text = self.tcp(out, **{key: value})
             if key == "port":
                 text = text.replace("port = 0\n", "")
-            r = self.sluiced("run", self.write("bad.toml", text))
-            self.assertExit(r, EXIT_RUNTIME)
-            self.assertInStderr(f"node 'src' (from_tcp): create failed: INVALID_ARGUMENT: "
-                                f"node 'src': key '{key}'", r)
+            r = self.sluiced("validate", self.write("bad.toml", text))
+            self.assertExit(r, EXIT_INVALID)
+            self.assertRegex(r.stderr, rf"bad\.toml:\d+:\d+: error: node 'src': key '{key}': ")
             self.assertInStderr(needle, r)
 
 

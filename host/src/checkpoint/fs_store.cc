@@ -227,7 +227,8 @@ sl_status fs_remove(void* self, uint64_t epoch) {
 constexpr std::array k_params{
     sl_param{sizeof(sl_param), "dir", SL_PARAM_STRING, 0, nullptr,
              "Directory of the checkpoint files (created if missing; no '..'). Default: "
-             "$STATE_DIRECTORY/<name> under systemd, else ./<name>.checkpoints."},
+             "$STATE_DIRECTORY/<name> under systemd, else ./<name>.checkpoints.",
+             0, 0, 0.0, 0.0, nullptr},
 };
 
 const sl_checkpoint_store k_fs_store = [] {

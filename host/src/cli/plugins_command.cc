@@ -11,8 +11,9 @@ std::string param_line(const ParamInfo& p) {
   std::string requirement = p.required       ? "required"
                             : p.default_json ? fmt::format("default {}", *p.default_json)
                                              : "optional";
-  return fmt::format("      {:<20} {:<12} {:<22} {}\n", p.name, param_type_name(p.type),
-                     requirement, p.doc);
+  const std::string constraints = constraint_text(p);
+  return fmt::format("      {:<20} {:<12} {:<22} {}{}\n", p.name, param_type_name(p.type),
+                     requirement, p.doc, constraints.empty() ? "" : " [" + constraints + "]");
 }
 
 std::string inputs_text(const NodeTypeInfo& t) {
@@ -35,6 +36,22 @@ Value params_value(const std::vector<ParamInfo>& params) {
       e.emplace_back("default", d.is_ok() ? d.value() : Value());
     }
     e.emplace_back("doc", Value::string(p.doc));
+    // Value constraints (ABI 1.2), only those declared.
+    if (p.min_int) e.emplace_back("min", Value::integer(*p.min_int));
+    if (p.max_int) e.emplace_back("max", Value::integer(*p.max_int));
+    if (p.min_float) {
+      e.emplace_back(p.min_exclusive ? "above" : "min", Value::floating(*p.min_float));
+    }
+    if (p.max_float) e.emplace_back("max", Value::floating(*p.max_float));
+    if (p.non_empty) e.emplace_back("non_empty", Value::boolean(true));
+    if (!p.choices.empty()) {
+      std::vector<Value> choices;
+      for (const auto& c : p.choices) choices.push_back(Value::string(c));
+      e.emplace_back(p.type == SL_PARAM_FUNCTION ? "kinds" : "choices", Value::array(choices));
+    }
+    if (auto text = constraint_text(p); !text.empty()) {
+      e.emplace_back("constraints", Value::string(text));
+    }
     items.push_back(Value::object(e));
   }
   return Value::array(items);

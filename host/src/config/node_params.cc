@@ -3,6 +3,7 @@
 // plugins never see an absent optional key that has a default.
 #include "config/detail/suggest.hpp"
 #include "config/detail/validator.hpp"
+#include "executor/host_api.hpp"
 #include "lua/lua_function.hpp"
 #include "value/json.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace sluice::host::config_detail {
@@ -72,6 +74,9 @@ lua::LuaSource lua_source_at(const toml::value<std::string>& node, const std::st
   }
   return source;
 }
+
+// The longest duration whose nanoseconds fit in int64.
+constexpr int64_t k_max_duration_ms = INT64_MAX / 1'000'000;
 
 std::string with_doc(const ParamInfo& p) {
   std::string text = expected_text(p.type);
@@ -196,9 +201,14 @@ Value Validator::check_node_params(const NodeSpec& node, const toml::table& tabl
       }
       if (ok) value = normalise_lua(*lua_entry.node, Where{node.id, lua_key});
     } else if (auto it = given.find(p.name); it != given.end()) {
-      value = p.type == SL_PARAM_FUNCTION
-                  ? normalise_function(*it->second.node, sibling, where, args_key_for(p))
-                  : check_value(p, *it->second.node, where);
+      if (p.type == SL_PARAM_FUNCTION) {
+        value = normalise_function(*it->second.node, sibling, where, args_key_for(p));
+        if (value && !function_kind_fits(p, *value, pos(it->second.node->source()), where)) {
+          value.reset();
+        }
+      } else {
+        value = check_value(p, *it->second.node, where);
+      }
     } else {
       if (sibling) {
         error(pos(sibling->key->source()), node.id, std::string(sibling->key->str()),
@@ -230,20 +240,30 @@ std::optional<Value> Validator::check_value(const ParamInfo& param, const toml::
     case SL_PARAM_BOOL: ok = value.is_boolean(); break;
     case SL_PARAM_INT: ok = value.is_integer(); break;
     case SL_PARAM_FLOAT:
-      // Plugins read one kind: `ratio = 1` arrives as 1.0.
-      if (const auto* i = value.as_integer()) return Value::floating(static_cast<double>(i->get()));
-      ok = value.is_floating_point();
+      // Plugins read one kind: `ratio = 1` arrives as 1.0 (converted below).
+      ok = value.is_integer() || value.is_floating_point();
       break;
     case SL_PARAM_STRING: ok = value.is_string(); break;
     case SL_PARAM_ARRAY: ok = value.is_array(); break;
     case SL_PARAM_TABLE: ok = value.is_table(); break;
     case SL_PARAM_ANY: ok = true; break;
-    case SL_PARAM_FUNCTION:
-      return normalise_function(value, nullptr, where, dotted(where.key, "args"));
+    case SL_PARAM_FUNCTION: {
+      auto spec = normalise_function(value, nullptr, where, dotted(where.key, "args"));
+      if (spec && !function_kind_fits(param, *spec, pos(value.source()), where))
+        return std::nullopt;
+      return spec;
+    }
     case SL_PARAM_DURATION:
       if (const auto* i = value.as_integer(); i && i->get() < 0) {
         error(pos(value.source()), where.node_id, where.key,
               fmt::format("expected a non-negative int (milliseconds), got {}", i->get()));
+        return std::nullopt;
+      }
+      // Plugins count time in int64 nanoseconds: a longer duration would wrap around.
+      if (const auto* i = value.as_integer(); i && i->get() > k_max_duration_ms) {
+        error(pos(value.source()), where.node_id, where.key,
+              fmt::format("must be at most {} ms (about 292 years), got {}", k_max_duration_ms,
+                          i->get()));
         return std::nullopt;
       }
       ok = value.is_integer();
@@ -255,7 +275,38 @@ std::optional<Value> Validator::check_value(const ParamInfo& param, const toml::
           fmt::format("expected {}, got {}", expected_text(param.type), toml_type_name(value)));
     return std::nullopt;
   }
-  return to_value(value);
+  Value out = to_value(value);
+  if (param.type == SL_PARAM_FLOAT && out.is_int()) {
+    out = Value::floating(static_cast<double>(out.as_int()));
+  }
+  if (auto broken = constraint_violation(param, out)) {
+    error(pos(value.source()), where.node_id, where.key, *broken);
+    return std::nullopt;
+  }
+  return out;
+}
+
+bool Validator::function_kind_fits(const ParamInfo& param, const Value& spec, SourcePos at,
+                                   const Where& where) {
+  if (param.choices.empty()) return true;
+  const auto name = spec.get("name");
+  if (!name || !name->is_string()) return true;  // Lua: callable with any arity
+  const FunctionInfo* fn = registry_.find_function(name->as_str());
+  if (!fn) return true;  // reported already
+  const std::string_view kind = function_kind_name(fn->kind);
+  const auto& kinds = param.choices;
+  if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return true;
+  // A function that can be called with one element (a reducer with a one-argument form:
+  // an array's sum) does what a map function does.
+  if (fn->min_arity <= 1 && std::find(kinds.begin(), kinds.end(), "map") != kinds.end()) {
+    return true;
+  }
+  std::string list;
+  for (const auto& k : kinds) list += fmt::format("{}{}", list.empty() ? "" : " or ", k);
+  error(at, where.node_id, where.key,
+        fmt::format("must be a {} function; '{}' is a {}{}", list, fn->name, kind,
+                    kind == "reducer" ? " (use accumulate)" : ""));
+  return false;
 }
 
 std::optional<Value> Validator::normalise_function(const toml::node& spec,
@@ -400,7 +451,120 @@ std::optional<Value> Validator::check_function_args(const FunctionInfo& fn, cons
     if (value) entries.emplace_back(p.name, std::move(*value));
   }
   if (!ok) return std::nullopt;
-  return Value::object(entries);
+  Value checked = Value::object(entries);
+  if (fn.def.validate) {
+    const size_t errors_before = error_count();
+    sl_validate_init init{};
+    init.struct_size = sizeof init;
+    init.config = checked.raw();
+    init.node_id = {where.node_id.data(), where.node_id.size()};
+    init.task_count = spec_.runtime.tasks;
+    init.checkpointing = spec_.checkpoint.enabled ? 1 : 0;
+    init.pipeline = {spec_.name.data(), spec_.name.size()};
+    auto where_is = [&](std::string_view key) -> SourcePos {
+      if (args) {
+        for (const auto& e : entries_in_file_order(*args)) {
+          if (e.key->str() == key) return pos(e.node->source());
+        }
+      }
+      return missing_pos;
+    };
+    run_validator(fn.def.validate, init, where_is, where.node_id, where.key,
+                  fmt::format("function '{}'", fn.name));
+    if (error_count() != errors_before) return std::nullopt;
+  }
+  return checked;
+}
+
+namespace {
+
+// What a validate callback reported, collected through sl_validate_init.report.
+struct Reports {
+  std::vector<std::pair<std::string, std::string>> items;  // key, message
+};
+
+// A plugin may report without limit or echo a huge value: keep what a reader can use.
+constexpr size_t k_max_reports = 50;
+constexpr size_t k_max_report_text = 2000;
+
+void collect_report(void* arg, const char* key, size_t key_len, const char* msg,
+                    size_t msg_len) noexcept {
+  auto* reports = static_cast<Reports*>(arg);
+  if (reports == nullptr || reports->items.size() >= k_max_reports) return;
+  try {
+    std::string k = key ? std::string(key, std::min(key_len, k_max_report_text)) : std::string();
+    std::string m = msg ? std::string(msg, std::min(msg_len, k_max_report_text)) : std::string();
+    if (msg && msg_len > k_max_report_text) m += "...";
+    reports->items.emplace_back(std::move(k), std::move(m));
+  } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the status still fails
+  }
+}
+
+}  // namespace
+
+size_t Validator::error_count() const {
+  return static_cast<size_t>(std::count_if(diags_.begin(), diags_.end(), [](const Diagnostic& d) {
+    return d.severity == Severity::error;
+  }));
+}
+
+void Validator::run_validator(sl_status (*validate)(const sl_validate_init*),
+                              sl_validate_init& init,
+                              const std::function<SourcePos(std::string_view key)>& where_is,
+                              std::string_view node_id, std::string_view key_prefix,
+                              std::string_view what) {
+  Reports reports;
+  init.host = host_api_table();
+  init.report = &collect_report;
+  init.report_arg = &reports;
+  const sl_status status = validate(&init);
+  for (auto& [key, message] : reports.items) {
+    // A reported key may be dotted ("literals.0"): its position is its first part's.
+    const std::string_view head = std::string_view(key).substr(0, key.find('.'));
+    std::string full = key_prefix.empty() || key.empty()
+                           ? (key.empty() ? std::string(key_prefix) : key)
+                           : fmt::format("{}.{}", key_prefix, key);
+    error(where_is(head), node_id, std::move(full), std::move(message));
+  }
+  if (status != SL_OK && reports.items.empty()) {
+    error(
+        where_is(""), node_id, std::string(key_prefix),
+        fmt::format("{} refused its config ({}) without saying why", what, sl_status_name(status)));
+  }
+}
+
+void Validator::run_node_validators() {
+  std::set<std::string, std::less<>> with_errors;  // copies: diags_ grows below
+  for (const auto& d : diags_) {
+    if (d.severity == Severity::error && !d.node_id.empty()) with_errors.insert(d.node_id);
+  }
+  for (const auto& node : spec_.nodes) {
+    if (!node.info || !node.info->vtable.validate || with_errors.count(node.id)) continue;
+    std::vector<sl_str> input_ids;
+    for (const auto& ref : node.inputs) input_ids.push_back({ref.id.data(), ref.id.size()});
+    sl_validate_init init{};
+    init.struct_size = sizeof init;
+    init.config = node.config.raw();
+    init.node_id = {node.id.data(), node.id.size()};
+    init.input_count = static_cast<uint32_t>(input_ids.size());
+    init.input_ids = input_ids.empty() ? nullptr : input_ids.data();
+    init.task_count = spec_.runtime.tasks;
+    init.checkpointing = spec_.checkpoint.enabled ? 1 : 0;
+    init.pipeline = {spec_.name.data(), spec_.name.size()};
+    auto where_is = [&](std::string_view key) -> SourcePos {
+      if (key.empty()) return node.pos;
+      auto it = node.key_pos.find(key);
+      if (it != node.key_pos.end()) return it->second;
+      // A function param given in Lua or with sibling args: point at what is there.
+      for (const auto* alt : {"_lua", "_args"}) {
+        it = node.key_pos.find(fmt::format("{}{}", key, alt));
+        if (it != node.key_pos.end()) return it->second;
+      }
+      return node.pos;
+    };
+    run_validator(node.info->vtable.validate, init, where_is, node.id, "",
+                  fmt::format("type '{}'", node.info->name));
+  }
 }
 
 std::optional<Value> Validator::parsed_default(const ParamInfo& param) {

@@ -61,7 +61,7 @@ std::string unknown_name_message(std::string_view what, std::string_view wrong,
                                  const std::vector<std::string>& candidates,
                                  std::string_view valid_label) {
   std::string suggestion = did_you_mean(wrong, candidates);
-  return fmt::format("unknown {} '{}'{}{} valid {} are: {}", what, wrong, suggestion,
+  return fmt::format("unknown {} '{}'{}{} valid {} are: {}", what, shorten_name(wrong), suggestion,
                      suggestion.empty() ? ";" : "", valid_label, join_names(candidates));
 }
 
@@ -92,6 +92,7 @@ Diagnosed<GraphSpec> Validator::run() && {
   check_top_level();
   for (const auto& decl : collect_nodes()) spec_.nodes.push_back(check_node(decl));
   check_input_targets();
+  run_node_validators();
   check_graph();
   // Read top to bottom like the file; findings without a line come first.
   std::stable_sort(diags_.begin(), diags_.end(),

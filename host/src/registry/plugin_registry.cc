@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -50,6 +51,75 @@ bool default_matches(int32_t type, const Value& v) {
   }
 }
 
+// The constraints of one param (ABI 1.2): flags say which fields are set; a constraint that
+// does not fit the param's type, or cannot hold, is refused.
+Status read_constraints(const sl_param& p, uint32_t stride, std::string_view owner,
+                        ParamInfo& info) {
+  auto refuse = [&](std::string_view why) {
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{}: parameter '{}' {}", owner, info.name, why));
+  };
+  // A plugin built before 1.2 gave these bits no meaning: read them only from a 1.2 struct.
+  // Flags a later minor may add are ignored, as an older host ignores appended fields.
+  if (stride < offsetof(sl_param, choices) + sizeof(const char*)) return Status::ok();
+  const bool is_int = p.type == SL_PARAM_INT || p.type == SL_PARAM_DURATION;
+  const bool is_float = p.type == SL_PARAM_FLOAT;
+  if (p.flags & SL_PARAM_NON_EMPTY) {
+    if (p.type != SL_PARAM_STRING && p.type != SL_PARAM_ARRAY && p.type != SL_PARAM_TABLE) {
+      return refuse("is declared non-empty, which only strings, arrays and tables can be");
+    }
+    info.non_empty = true;
+  }
+  for (const bool is_min : {true, false}) {
+    if (!(p.flags & (is_min ? SL_PARAM_HAS_MIN : SL_PARAM_HAS_MAX))) continue;
+    const char* what = is_min ? "a minimum" : "a maximum";
+    if (!is_int && !is_float) {
+      return refuse(
+          fmt::format("declares {}, which only int, float and duration params have", what));
+    }
+    if (is_int) {
+      (is_min ? info.min_int : info.max_int) = is_min ? p.min_int : p.max_int;
+    } else {
+      const double bound = is_min ? p.min_float : p.max_float;
+      if (std::isnan(bound)) return refuse(fmt::format("declares {} that is NaN", what));
+      (is_min ? info.min_float : info.max_float) = bound;
+    }
+  }
+  if (p.flags & SL_PARAM_MIN_EXCLUSIVE) {
+    if (!is_float || !(p.flags & SL_PARAM_HAS_MIN)) {
+      return refuse("is declared min-exclusive without a float minimum");
+    }
+    info.min_exclusive = true;
+  }
+  if ((info.min_int && info.max_int && *info.min_int > *info.max_int) ||
+      (info.min_float && info.max_float && *info.min_float > *info.max_float)) {
+    return refuse("declares a minimum above its maximum");
+  }
+  if (p.flags & SL_PARAM_HAS_CHOICES) {
+    if (p.type != SL_PARAM_STRING && p.type != SL_PARAM_FUNCTION) {
+      return refuse("declares choices, which only strings (and functions: kinds) have");
+    }
+    if (!p.choices) {
+      return refuse("declares choices but gives none");
+    }
+    std::string_view all(p.choices);
+    while (true) {
+      const size_t bar = all.find('|');
+      info.choices.emplace_back(all.substr(0, bar));
+      if (bar == std::string_view::npos) break;
+      all.remove_prefix(bar + 1);
+    }
+    if (p.type == SL_PARAM_FUNCTION) {
+      for (const auto& kind : info.choices) {
+        if (kind != "map" && kind != "predicate" && kind != "reducer") {
+          return refuse(
+              fmt::format("declares function kind '{}' (valid: map, predicate, reducer)", kind));
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
 // Reads a param array using the first element's struct_size as the stride.
 Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t count,
                                            std::string_view owner) {
@@ -70,12 +140,16 @@ Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t coun
       return Status(SL_INVALID_ARGUMENT,
                     fmt::format("{}: parameter #{} has no valid name", owner, i));
     }
-    ParamInfo info{p.name, p.type, (p.flags & SL_PARAM_REQUIRED) != 0, std::nullopt,
-                   str_or_empty(p.doc)};
+    ParamInfo info;
+    info.name = p.name;
+    info.type = p.type;
+    info.required = (p.flags & SL_PARAM_REQUIRED) != 0;
+    info.doc = str_or_empty(p.doc);
     if (param_type_name(p.type) == "unknown") {
       return Status(SL_INVALID_ARGUMENT, fmt::format("{}: parameter '{}' has unknown type {}",
                                                      owner, info.name, p.type));
     }
+    SLUICE_RETURN_IF_ERROR(read_constraints(p, stride, owner, info));
     if (!seen.insert(info.name).second) {
       return Status(SL_INVALID_ARGUMENT,
                     fmt::format("{}: parameter '{}' is declared twice", owner, info.name));
@@ -86,6 +160,12 @@ Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t coun
         return Status(SL_INVALID_ARGUMENT,
                       fmt::format("{}: parameter '{}' has default '{}' that is not a valid {}",
                                   owner, info.name, p.default_json, param_type_name(p.type)));
+      }
+      if (auto broken = constraint_violation(info, parsed.value())) {
+        return Status(SL_INVALID_ARGUMENT,
+                      fmt::format("{}: parameter '{}' has default '{}' that breaks its own "
+                                  "constraint: {}",
+                                  owner, info.name, p.default_json, *broken));
       }
       info.default_json = p.default_json;
     }
@@ -101,6 +181,71 @@ const ParamInfo* find_in(const std::vector<ParamInfo>& params, std::string_view 
 }
 
 }  // namespace
+
+std::optional<std::string> constraint_violation(const ParamInfo& p, const Value& v) {
+  if (p.non_empty) {
+    if ((v.is_string() && v.as_str().empty()) ||
+        ((v.is_array() || v.is_object()) && v.size() == 0)) {
+      return std::string("must not be empty");
+    }
+  }
+  if (v.is_int() && (p.type == SL_PARAM_INT || p.type == SL_PARAM_DURATION)) {
+    const int64_t i = v.as_int();
+    if (p.min_int && p.max_int && (i < *p.min_int || i > *p.max_int)) {
+      return fmt::format("must be {}..{} (got {})", *p.min_int, *p.max_int, i);
+    }
+    if (p.min_int && i < *p.min_int)
+      return fmt::format("must be at least {} (got {})", *p.min_int, i);
+    if (p.max_int && i > *p.max_int)
+      return fmt::format("must be at most {} (got {})", *p.max_int, i);
+  }
+  if (p.type == SL_PARAM_FLOAT && (v.is_int() || v.is_float())) {
+    const double f = v.is_int() ? static_cast<double>(v.as_int()) : v.as_float();
+    if ((p.min_float || p.max_float) && std::isnan(f)) return std::string("must not be nan");
+    if (p.min_float && (p.min_exclusive ? !(f > *p.min_float) : f < *p.min_float)) {
+      return fmt::format("must be {} {} (got {})", p.min_exclusive ? "above" : "at least",
+                         *p.min_float, f);
+    }
+    if (p.max_float && f > *p.max_float) {
+      return fmt::format("must be at most {} (got {})", *p.max_float, f);
+    }
+  }
+  if (!p.choices.empty() && v.is_string() && p.type == SL_PARAM_STRING) {
+    const std::string_view s = v.as_str();
+    if (std::find(p.choices.begin(), p.choices.end(), s) == p.choices.end()) {
+      std::string list;
+      for (const auto& c : p.choices) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", c);
+      // An echoed value is capped: a config may hold a huge string.
+      const std::string_view shown = s.substr(0, 64);
+      return fmt::format("must be one of {} (got \"{}{}\")", list, shown,
+                         s.size() > shown.size() ? "..." : "");
+    }
+  }
+  return std::nullopt;
+}
+
+std::string constraint_text(const ParamInfo& p) {
+  std::vector<std::string> parts;
+  if (p.min_int && p.max_int) {
+    parts.push_back(fmt::format("{}..{}", *p.min_int, *p.max_int));
+  } else if (p.min_int) {
+    parts.push_back(fmt::format(">= {}", *p.min_int));
+  } else if (p.max_int) {
+    parts.push_back(fmt::format("<= {}", *p.max_int));
+  }
+  if (p.min_float)
+    parts.push_back(fmt::format("{} {}", p.min_exclusive ? ">" : ">=", *p.min_float));
+  if (p.max_float) parts.push_back(fmt::format("<= {}", *p.max_float));
+  if (p.non_empty) parts.push_back("not empty");
+  if (!p.choices.empty()) {
+    std::string list;
+    for (const auto& c : p.choices) list += (list.empty() ? "" : " | ") + c;
+    parts.push_back((p.type == SL_PARAM_FUNCTION ? "a function of kind " : "one of ") + list);
+  }
+  std::string out;
+  for (const auto& s : parts) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
 
 const ParamInfo* NodeTypeInfo::find_param(std::string_view key) const {
   return find_in(params, key);

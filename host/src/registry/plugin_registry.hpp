@@ -20,6 +20,7 @@
 namespace sluice::host {
 
 struct PluginInfo;
+class Value;
 
 struct ParamInfo {
   std::string name;
@@ -27,7 +28,23 @@ struct ParamInfo {
   bool required = false;
   std::optional<std::string> default_json;
   std::string doc;
+  // Value constraints (ABI 1.2; absent for older plugins), checked at validate.
+  bool non_empty = false;
+  std::optional<int64_t> min_int, max_int;     // INT, DURATION
+  std::optional<double> min_float, max_float;  // FLOAT
+  bool min_exclusive = false;                  // FLOAT: > min_float
+  std::vector<std::string> choices;            // STRING: one of these (empty: any)
+
+  [[nodiscard]] bool has_constraints() const {
+    return non_empty || min_int || max_int || min_float || max_float || !choices.empty();
+  }
 };
+
+// The constraint of `p` that `v` breaks, as a message ("must be at least 1 (got 0)"), or
+// nullopt when `v` satisfies every constraint. `v` has the param's type already.
+std::optional<std::string> constraint_violation(const ParamInfo& p, const Value& v);
+// The constraints of `p` in words ("at least 1; not empty"), empty when none.
+std::string constraint_text(const ParamInfo& p);
 
 struct NodeTypeInfo {
   std::string name;

@@ -43,8 +43,11 @@ extern "C" {
 
 /** ABI major version: a plugin built for another major is refused. */
 #define SL_ABI_MAJOR 1
-/** ABI minor version: grows when fields or functions are appended. */
-#define SL_ABI_MINOR 1
+/** ABI minor version: grows when fields or functions are appended.
+ *  1.1: checkpoints, io watches, operator chaining, gauges (see "ABI 1.1" marks).
+ *  1.2: value constraints on parameters (sl_param.min_int ...) and the optional
+ *       validate callbacks of node types and functions (see "Since 1.2"). */
+#define SL_ABI_MINOR 2
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
 #define SL_PLUGIN_ENTRY_SYMBOL "sluice_plugin_v1"
@@ -231,6 +234,22 @@ static inline const sl_message* sl_batch_at(const sl_batch* batch, size_t i) {
 
 /** Flags on a parameter (sl_param.flags). */
 #define SL_PARAM_REQUIRED 1u /**< The key must be present (then default_json is NULL). */
+/** Since 1.2: value constraints, checked by the host at validate (`sluiced
+ *  validate` reports a violation with file:line:col, the node id and the key;
+ *  the plugin's create never sees such a value). Each names the fields it
+ *  uses. They are read only from an sl_param of the 1.2 size (a plugin built
+ *  before gave these bits no meaning); a host older than 1.2 ignores them, so
+ *  create must still check what it relies on when the plugin's min_host_minor
+ *  is below 2. */
+#define SL_PARAM_NON_EMPTY 2u      /**< STRING, ARRAY, TABLE: not empty ("", [], {}). */
+#define SL_PARAM_HAS_MIN 4u        /**< INT, DURATION: >= min_int; FLOAT: >= min_float. */
+#define SL_PARAM_HAS_MAX 8u        /**< INT, DURATION: <= max_int; FLOAT: <= max_float. */
+#define SL_PARAM_MIN_EXCLUSIVE 16u /**< With HAS_MIN on a FLOAT: > min_float (e.g. "positive"). */
+/** STRING: one of `choices`. FUNCTION: `choices` lists the function kinds the
+ *  node can use ("map|predicate", "reducer"); a named function of another kind
+ *  is refused at validate, except that a list with "map" also accepts a function
+ *  callable with one argument (min_arity <= 1). Lua functions always pass. */
+#define SL_PARAM_HAS_CHOICES 32u
 
 /** One declared config key of a node type or named function.
  *
@@ -251,6 +270,15 @@ typedef struct sl_param {
   uint32_t flags;           /**< SL_PARAM_REQUIRED, ... */
   const char* default_json; /**< Default as JSON text, or NULL for "no default" (key absent). */
   const char* doc;          /**< One-line description, shown by `sluiced plugins`. */
+  /* Since 1.2: constraints, read only when struct_size covers them and the
+   * matching SL_PARAM_HAS_* flag is set. The host refuses, at load, a plugin
+   * whose default breaks its own constraint. */
+  int64_t min_int;     /**< SL_PARAM_HAS_MIN on INT / DURATION. */
+  int64_t max_int;     /**< SL_PARAM_HAS_MAX on INT / DURATION. */
+  double min_float;    /**< SL_PARAM_HAS_MIN on FLOAT. */
+  double max_float;    /**< SL_PARAM_HAS_MAX on FLOAT. */
+  const char* choices; /**< SL_PARAM_HAS_CHOICES: the allowed strings (or function
+                            kinds), separated by '|' ("fail|skip|dead_letter"). */
 } sl_param;
 
 /* ------------------------------------------------------------------------ */
@@ -558,6 +586,32 @@ typedef struct sl_node_init {
                                transactions) only in checkpoint_commit. */
 } sl_node_init;
 
+/** Since 1.2. How a validate callback reports one problem: `key` is the
+ *  config key at fault (a declared param name, or for a function's args the
+ *  arg name; may be empty for the node as a whole), `msg` says what is wrong
+ *  and what would be valid, without the node id or key (the host adds
+ *  file:line:col, the node id and the key). Both are copied. */
+typedef void (*sl_report_fn)(void* report_arg, const char* key, size_t key_len, const char* msg,
+                             size_t msg_len);
+
+/** Since 1.2. What the host hands to sl_node_type.validate and
+ *  sl_function_def.validate. Borrowed for the call. */
+typedef struct sl_validate_init {
+  uint32_t struct_size;    /**< sizeof(sl_validate_init) in the host. */
+  const sl_host_api* host; /**< For the value functions only: there is no context. */
+  sl_value config;         /**< The node's config, exactly as create will get it (params
+                                checked against their types and constraints, defaults
+                                filled in, functions normalised), or a function's args. */
+  sl_str node_id;          /**< The node's id in config. */
+  uint32_t input_count;    /**< Inputs wired to the node (0 for functions). */
+  const sl_str* input_ids; /**< input_count ids, in config order (NULL when 0). */
+  uint32_t task_count;     /**< [runtime] tasks: how many instances create will make. */
+  uint32_t checkpointing;  /**< As sl_node_init.checkpointing. */
+  sl_str pipeline;         /**< The pipeline's name (config `name`; may be empty). */
+  sl_report_fn report;     /**< Call once per problem found. */
+  void* report_arg;        /**< Pass to report. */
+} sl_validate_init;
+
 /** A node type: a source, operator or sink. Each callback receives the state
  *  pointer its create returned and the node's context. All callbacks run on
  *  the task's executor thread, one at a time, never after destroy. Optional
@@ -676,6 +730,19 @@ typedef struct sl_node_type {
    *  map_values. */
   sl_status (*select_values)(void* self, sl_context* ctx, const sl_value* in, size_t count,
                              uint8_t* keep);
+
+  /** Since 1.2. Optional. The checks of create that value constraints
+   *  (sl_param) cannot express: cross-key rules, an input reference against
+   *  the input count, text that must parse. `sluiced validate` (and run, before
+   *  any create) calls it once per node with the config create will get; it
+   *  reports each problem with init->report and returns SL_OK when it found
+   *  none (any other status with no report is shown as a generic failure).
+   *  The contract that makes `ExecStartPre=sluiced validate` mean something:
+   *  a config that passes validate (constraints and this callback) must not
+   *  fail in create for a config reason. It must have no side effects: no
+   *  files, sockets, threads, processes or clients; it may run without the
+   *  node ever being created, any number of times, on any thread. */
+  sl_status (*validate)(const sl_validate_init* init);
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */
@@ -776,6 +843,13 @@ typedef struct sl_function_def {
   /** Optional batch form of the one-argument call: out[i] = f(in[i]). */
   sl_status (*call_batch)(void* self, sl_context* ctx, const sl_value* in, size_t count,
                           sl_value* out);
+
+  /** Since 1.2. Optional. Checks the args beyond their declared constraints
+   *  (what bind would refuse), as sl_node_type.validate: init->config is the
+   *  args object, input_count is 0, report's key is the arg name. Same
+   *  contract: a binding whose args pass must not fail in bind for a config
+   *  reason; no side effects. */
+  sl_status (*validate)(const sl_validate_init* init);
 } sl_function_def;
 
 /* ------------------------------------------------------------------------ */

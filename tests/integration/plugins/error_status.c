@@ -1,6 +1,8 @@
 /* An operator that fails with SL_INVALID_ARGUMENT and a message set through set_error on
  * the element equal to `fail_on` (an int param, default 3); elements before it pass
- * through. The host must report the message with the node id (exit 1). */
+ * through. The host must report the message with the node id (exit 1). A negative
+ * `fail_on` fails create, which this plugin does not declare (no constraint, no validate
+ * callback): `sluiced validate --create` must catch it. */
 #include <stdio.h>
 #include <sluice/sluice.h>
 
@@ -10,6 +12,11 @@ static sl_status create(const sl_node_init* init, void** self) {
   sl_value fail_on;
   if (!host->object_get(init->config, "fail_on", 7, &fail_on) || fail_on.kind != SL_KIND_INT) {
     static const char msg[] = "it_error_status: fail_on is missing";
+    host->set_error(init->ctx, msg, sizeof msg - 1);
+    return SL_INVALID_ARGUMENT;
+  }
+  if (fail_on.as.i < 0) {
+    static const char msg[] = "it_error_status: fail_on must not be negative";
     host->set_error(init->ctx, msg, sizeof msg - 1);
     return SL_INVALID_ARGUMENT;
   }

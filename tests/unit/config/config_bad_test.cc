@@ -36,6 +36,22 @@ const BadCase k_cases[] = {
          "bad/admin_errors.toml:5:1: error: key 'admin.bind': unknown key 'bind'; valid [admin] "
          "keys are: address, port, token",
      }},
+    {"constraints.toml",
+     {
+         "bad/constraints.toml:9:5: error: node 'b': key 'n': must be 1..10 (got 0)",
+         "bad/constraints.toml:10:9: error: node 'b': key 'ratio': must be above 0 (got 0)",
+         "bad/constraints.toml:11:8: error: node 'b': key 'mode': must be one of \"fast\", "
+         "\"safe\" (got \"medium\")",
+         "bad/constraints.toml:12:9: error: node 'b': key 'items': must not be empty",
+         "bad/constraints.toml:13:6: error: node 'b': key 'fn': must be a map or predicate "
+         "function; 'sum' is a reducer (use accumulate)",
+     }},
+    {"validate_callback.toml",
+     {
+         "bad/validate_callback.toml:9:1: error: node 'b': key 'pick': input 1 is out of range "
+         "(the node has 1 inputs)",
+         "bad/validate_callback.toml:15:18: error: node 'd': key 'args.value': must not be zero",
+     }},
     {"admin_not_table.toml",
      {
          "bad/admin_not_table.toml:1:9: error: key 'admin': expected a table ([admin]), got int",
@@ -339,7 +355,7 @@ const BadCase k_cases[] = {
     {"unknown_function.toml",
      {
          "bad/unknown_function.toml:8:12: error: node 'words': key 'function': unknown function "
-         "'splt'; did you mean 'split'? valid functions are: add, is_even, split, sum",
+         "'splt'; did you mean 'split'? valid functions are: add, div, is_even, split, sum",
      }},
     {"unknown_input.toml",
      {

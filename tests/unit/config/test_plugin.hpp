@@ -17,8 +17,13 @@ namespace sluice::host::testing {
 //              int, required; interval_ms: duration = 1000; ratio: float; options: table)
 //   sinks:     print (prefix: string = "")
 //              collect (1..3 inputs)
+//   bounded:   an operator (1..3 inputs) with ABI 1.2 constraints (n: int 1..10 = 1; ratio:
+//              float > 0 = 0.5; mode: "fast"|"safe"; items: non-empty array = [1]; fn: a map
+//              or predicate function, optional; pick: int = 0, checked against the input
+//              count by its validate callback)
 //   functions: add (map; value: any, required), split (map; sep: string = " "),
-//              sum (reducer), is_even (predicate)
+//              sum (reducer), is_even (predicate), div (map; value: int, required; its
+//              validate callback refuses 0)
 void register_test_plugin(PluginRegistry& registry);
 
 }  // namespace sluice::host::testing

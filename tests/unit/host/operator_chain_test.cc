@@ -94,9 +94,9 @@ sl_status twice_process(void*, sl_context* ctx, uint32_t, const sl_batch*) {
 }
 
 const sl_param k_keyed_params[] = {
-    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""},
-    {sizeof(sl_param), "overflow_at", SL_PARAM_INT, 0, nullptr, ""},
-    {sizeof(sl_param), "bare", SL_PARAM_INT, 0, nullptr, ""}};
+    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
+    {sizeof(sl_param), "overflow_at", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
+    {sizeof(sl_param), "bare", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr}};
 
 class OperatorChainTest : public ::testing::Test {
  protected:

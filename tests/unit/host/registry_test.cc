@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "value/value.hpp"
+
+#include <cstddef>
 #include <cstring>
 
 namespace sluice::host {
@@ -18,7 +21,7 @@ void noop_destroy(void*) {}
 sl_status noop_process(void*, sl_context*, uint32_t, const sl_batch*) { return SL_OK; }
 
 const sl_param k_params[] = {
-    {sizeof(sl_param), "n", SL_PARAM_INT, 0, "3", "how many"},
+    {sizeof(sl_param), "n", SL_PARAM_INT, 0, "3", "how many", 0, 0, 0.0, 0.0, nullptr},
 };
 
 sl_node_type make_operator(const char* name) {
@@ -115,7 +118,8 @@ TEST(Registry, ReadsAnOlderSmallerNodeTypeWithoutTouchingFieldsPastItsSize) {
 }
 
 TEST(Registry, RefusesADefaultThatDoesNotMatchItsType) {
-  static const sl_param bad[] = {{sizeof(sl_param), "n", SL_PARAM_INT, 0, "\"three\"", ""}};
+  static const sl_param bad[] = {
+      {sizeof(sl_param), "n", SL_PARAM_INT, 0, "\"three\"", "", 0, 0, 0.0, 0.0, nullptr}};
   sl_node_type op = make_operator("bad_default");
   op.params = bad;
   const sl_node_type* types[] = {&op};
@@ -126,6 +130,79 @@ TEST(Registry, RefusesADefaultThatDoesNotMatchItsType) {
   EXPECT_NE(s.message().find("parameter 'n' has default '\"three\"' that is not a valid int"),
             std::string::npos)
       << s.message();
+}
+
+// ABI 1.2 constraints: read into ParamInfo, and refused when they cannot hold.
+Status add_with_param(PluginRegistry& registry, const sl_param* param) {
+  static sl_node_type op;
+  op = make_operator("constrained");
+  op.params = param;
+  static const sl_node_type* types[] = {&op};
+  static sl_plugin p;
+  p = make_plugin("p", types, 1);
+  return registry.add_plugin(&p, "/x/libp.so", nullptr);
+}
+
+sl_param int_param(const char* default_json, uint32_t flags, int64_t lo, int64_t hi) {
+  sl_param p{};
+  p.struct_size = sizeof p;
+  p.name = "n";
+  p.type = SL_PARAM_INT;
+  p.flags = flags;
+  p.default_json = default_json;
+  p.doc = "";
+  p.min_int = lo;
+  p.max_int = hi;
+  return p;
+}
+
+TEST(Registry, ReadsConstraints) {
+  PluginRegistry registry;
+  const sl_param p = int_param("3", SL_PARAM_HAS_MIN | SL_PARAM_HAS_MAX, 1, 9);
+  ASSERT_TRUE(add_with_param(registry, &p).is_ok());
+  const ParamInfo& info = registry.find_node_type("constrained")->params.at(0);
+  EXPECT_EQ(info.min_int, 1);
+  EXPECT_EQ(info.max_int, 9);
+  EXPECT_EQ(constraint_text(info), "1..9");
+  EXPECT_EQ(constraint_violation(info, Value::integer(0)), "must be 1..9 (got 0)");
+  EXPECT_EQ(constraint_violation(info, Value::integer(9)), std::nullopt);
+}
+
+TEST(Registry, RefusesADefaultThatBreaksItsConstraint) {
+  PluginRegistry registry;
+  const sl_param p = int_param("0", SL_PARAM_HAS_MIN, 1, 0);
+  Status s = add_with_param(registry, &p);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("parameter 'n' has default '0' that breaks its own constraint: must "
+                             "be at least 1 (got 0)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(Registry, IgnoresConstraintFlagsOfAPluginBuiltBefore12) {
+  // Before 1.2 these bits meant nothing (and the fields do not exist): not read.
+  PluginRegistry registry;
+  sl_param old_size = int_param("0", SL_PARAM_HAS_MIN | SL_PARAM_NON_EMPTY, 1, 0);
+  old_size.struct_size = offsetof(sl_param, doc) + sizeof(const char*);
+  ASSERT_TRUE(add_with_param(registry, &old_size).is_ok());
+  const ParamInfo& info = registry.find_node_type("constrained")->params.at(0);
+  EXPECT_FALSE(info.has_constraints());
+}
+
+TEST(Registry, RefusesConstraintsThatCannotHold) {
+  PluginRegistry registry;
+  sl_param upside_down = int_param("5", SL_PARAM_HAS_MIN | SL_PARAM_HAS_MAX, 9, 1);
+  EXPECT_NE(add_with_param(registry, &upside_down).message().find("minimum above its maximum"),
+            std::string::npos);
+  sl_param min_on_string = int_param(nullptr, SL_PARAM_HAS_MIN, 1, 0);
+  min_on_string.type = SL_PARAM_STRING;
+  EXPECT_NE(add_with_param(registry, &min_on_string).message().find("declares a minimum"),
+            std::string::npos);
+  sl_param unknown_kind = int_param(nullptr, SL_PARAM_HAS_CHOICES, 0, 0);
+  unknown_kind.type = SL_PARAM_FUNCTION;
+  unknown_kind.choices = "map|mapper";
+  EXPECT_NE(add_with_param(registry, &unknown_kind).message().find("function kind 'mapper'"),
+            std::string::npos);
 }
 
 TEST(Registry, RefusesAnOperatorWithoutProcess) {

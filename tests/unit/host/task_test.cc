@@ -167,7 +167,7 @@ sl_status held_finish(void*, sl_context* ctx) {
 }
 
 const sl_param k_numbers_params[] = {
-    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, ""}};
+    {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "", 0, 0, 0.0, 0.0, nullptr}};
 
 sl_node_type node(int32_t role, const char* name) {
   return test_support::bare_node_type(role, name, SL_INPUTS_UNLIMITED);

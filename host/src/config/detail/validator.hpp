@@ -10,6 +10,7 @@
 
 #include <toml++/toml.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ class Validator {
   // key or are missing (the string form).
   std::optional<Value> normalise_function(const toml::node& spec, const TableEntry* sibling_args,
                                           const Where& where, const std::string& args_key);
+  // A named function's kind against the param's allowed kinds (sl_param.choices).
+  bool function_kind_fits(const ParamInfo& param, const Value& spec, SourcePos at,
+                          const Where& where);
   std::optional<Value> check_function_args(const FunctionInfo& fn, const toml::table* args,
                                            SourcePos missing_pos, const Where& where);
   // Lua source for a function param (`lua`, `<name>_lua`, `{ lua = ... }`):
@@ -67,6 +71,14 @@ class Validator {
   std::optional<Value> normalise_lua(const toml::node& code, const Where& where);
   std::optional<Value> function_default(const ParamInfo& param, SourcePos at, const Where& where);
   std::optional<Value> parsed_default(const ParamInfo& param);
+  // The plugins' own checks (sl_node_type.validate, ABI 1.2) on every node whose params
+  // passed, with the input count known: after check_input_targets.
+  void run_node_validators();
+  // Runs a validate callback; each reported problem becomes an error at the key's position.
+  // `key_prefix` (may be empty) is prepended to reported keys ("fn.args.").
+  void run_validator(sl_status (*validate)(const sl_validate_init*), sl_validate_init& init,
+                     const std::function<SourcePos(std::string_view key)>& where_is,
+                     std::string_view node_id, std::string_view key_prefix, std::string_view what);
 
   // Findings.
   void error(SourcePos pos, std::string_view node_id, std::string key, std::string message);
@@ -75,6 +87,7 @@ class Validator {
     return pos_of(file_, region);
   }
   [[nodiscard]] bool has_errors() const;
+  [[nodiscard]] size_t error_count() const;
 
   const ConfigDocument& doc_;
   const PluginRegistry& registry_;

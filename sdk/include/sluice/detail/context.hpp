@@ -358,13 +358,39 @@ class Config {
   explicit Config(const sl_node_init& init)
       : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {
     input_count_ = init.input_count;
+    task_count_ = init.task_count;
     if (init.struct_size >= offsetof(sl_node_init, input_ids) + sizeof(void*) &&
         init.input_ids != nullptr) {
       for (uint32_t i = 0; i < init.input_count; ++i) {
         input_ids_.emplace_back(init.input_ids[i].data, init.input_ids[i].size);
       }
     }
+    if (init.struct_size >= offsetof(sl_node_init, checkpointing) + sizeof(uint32_t) &&
+        init.pipeline.data != nullptr) {
+      pipeline_.assign(init.pipeline.data, init.pipeline.size);
+      checkpointing_ = init.checkpointing != 0;
+    }
   }
+  /// The config a validate callback checks (ABI 1.2): what create will get. For a function's
+  /// args, pass its name as `function` (errors then read "node 'x': function 'f': ...").
+  explicit Config(const sl_validate_init& init, const char* function = nullptr)
+      : Config(init.config, "node '" + std::string(init.node_id.data, init.node_id.size) + "'" +
+                                (function ? std::string(": function '") + function + "'" : "")) {
+    input_count_ = init.input_count;
+    task_count_ = init.task_count;
+    checkpointing_ = init.checkpointing != 0;
+    pipeline_.assign(init.pipeline.data ? init.pipeline.data : "", init.pipeline.size);
+    for (uint32_t i = 0; init.input_ids != nullptr && i < init.input_count; ++i) {
+      input_ids_.emplace_back(init.input_ids[i].data, init.input_ids[i].size);
+    }
+  }
+
+  /// How many instances of the graph run ([runtime] tasks); 1 for a bare object.
+  [[nodiscard]] uint32_t task_count() const noexcept { return task_count_; }
+  /// True when the pipeline has a [checkpoint] table (ABI 1.1 host; false when unknown).
+  [[nodiscard]] bool checkpointing() const noexcept { return checkpointing_; }
+  /// The pipeline's name (empty when unnamed or unknown).
+  [[nodiscard]] const std::string& pipeline() const noexcept { return pipeline_; }
 
   /// Number of inputs wired to the node (0 for a Config built from a bare object).
   [[nodiscard]] uint32_t input_count() const noexcept { return input_count_; }
@@ -472,8 +498,8 @@ class Config {
   /// Throws Error(INVALID_ARGUMENT, "<where>: key '<key>' <problem>"), e.g.
   /// `cfg.fail("n", "must be positive (got 0)")`.
   [[noreturn]] void fail(std::string_view key, std::string_view problem) const {
-    throw Error(SL_INVALID_ARGUMENT,
-                where_ + ": key '" + std::string(key) + "' " + std::string(problem));
+    throw ConfigError(where_ + ": key '" + std::string(key) + "' " + std::string(problem),
+                      std::string(key), std::string(problem));
   }
 
  private:
@@ -497,8 +523,43 @@ class Config {
   Value object_;
   std::string where_;
   uint32_t input_count_ = 0;
+  uint32_t task_count_ = 1;
+  bool checkpointing_ = false;
+  std::string pipeline_;
   std::vector<std::string> input_ids_;
 };
+
+namespace detail {
+
+/// Runs `check` (throwing Config::fail on a problem) for a validate callback: a ConfigError
+/// becomes one report of its key and problem, any other failure a report without key.
+/// Returns SL_OK when nothing was found. Nothing escapes.
+template <class F>
+sl_status run_validate(const sl_validate_init* init, F&& check) noexcept {
+  auto say = [init](std::string_view key, std::string_view msg) noexcept {
+    if (init->report != nullptr) {
+      init->report(init->report_arg, key.data(), key.size(), msg.data(), msg.size());
+    }
+  };
+  try {
+    std::forward<F>(check)();
+    return SL_OK;
+  } catch (const ConfigError& e) {
+    say(e.key(), e.problem());
+    return SL_INVALID_ARGUMENT;
+  } catch (const Error& e) {
+    say({}, e.what());
+    return e.status().code();
+  } catch (const std::exception& e) {
+    say({}, e.what());
+    return SL_INTERNAL;
+  } catch (...) {
+    say({}, "uncaught exception of unknown type");
+    return SL_UNKNOWN;
+  }
+}
+
+}  // namespace detail
 
 }  // namespace sluice::sdk
 

@@ -124,6 +124,9 @@ struct FunctionTrampolines {
     });
   }
   static void unbind(void* self) noexcept { delete static_cast<F*>(self); }
+  static sl_status validate(const sl_validate_init* init) noexcept {
+    return run_validate(init, [&] { F::validate(Config(*init, F::k_name)); });
+  }
   static sl_status call(void* self, sl_context* ctx, const sl_value* argv, uint32_t argc,
                         sl_value* out) noexcept {
     *out = sl_null();
@@ -179,6 +182,7 @@ constexpr sl_function_def make_function_def() noexcept {
     d.unbind = &Tr::unbind;
   }
   d.call = &Tr::call;
+  if constexpr (requires(const Config& c) { F::validate(c); }) d.validate = &Tr::validate;
   if constexpr (Tr::k_batch) d.call_batch = &Tr::call_batch;
   return d;
 }
@@ -202,7 +206,10 @@ inline constexpr sl_function_def k_function_def = make_function_def<F>();
 ///    filling out[i] = f(in[i]); the host prefers it when present;
 ///  - either nothing else (then `call`/`call_batch` are static: a stateless function), or a
 ///    constructor `(Context, const Config& args)` or `(const Config& args)`: then each
-///    binding is an instance made from its validated args, and `call` is a member.
+///    binding is an instance made from its validated args, and `call` is a member;
+///  - optionally `static void validate(const Config& args)` (ABI 1.2): the checks of the
+///    constructor that k_params constraints cannot express, run by `sluiced validate`
+///    (see node_type()); keys named in Config::fail are arg names.
 template <class F>
 constexpr const sl_function_def* function() noexcept {
   return &detail::k_function_def<F>;

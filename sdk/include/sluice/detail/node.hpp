@@ -9,6 +9,7 @@
 #include <sluice/detail/value.hpp>
 #include <sluice/sluice.h>
 
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <new>
@@ -17,15 +18,89 @@
 
 namespace sluice::sdk {
 
+/// A parameter declaration (an sl_param) with chainable value constraints, which the host
+/// checks at validate and reports with the config's file:line:col (ABI 1.2):
+///   param("n", SL_PARAM_INT, "1", "how many").min(1)
+///   param("ratio", SL_PARAM_FLOAT, "0.5", "share").above(0.0).at_most(1.0)
+///   required("path", SL_PARAM_STRING, "file to read").non_empty()
+///   param("mode", SL_PARAM_STRING, "\"fast\"", "speed").one_of("fast|safe")
+/// A plugin whose create relies on a constraint should set min_host_minor 2 (older hosts
+/// ignore constraints) or keep the check in its constructor too.
+struct Param : sl_param {
+  /// Wraps a plain declaration.
+  constexpr explicit Param(const sl_param& p) noexcept : sl_param(p) {}
+  /// INT / DURATION: at least `v` (FLOAT params use at_least / above / at_most).
+  [[nodiscard]] constexpr Param min(int64_t v) const noexcept {
+    Param p = *this;
+    p.flags |= SL_PARAM_HAS_MIN;
+    p.min_int = v;
+    return p;
+  }
+  /// INT / DURATION: at most `v`.
+  [[nodiscard]] constexpr Param max(int64_t v) const noexcept {
+    Param p = *this;
+    p.flags |= SL_PARAM_HAS_MAX;
+    p.max_int = v;
+    return p;
+  }
+  /// INT / DURATION: within lo..hi (both included).
+  [[nodiscard]] constexpr Param range(int64_t lo, int64_t hi) const noexcept {
+    return min(lo).max(hi);
+  }
+  /// FLOAT: at least `v`.
+  [[nodiscard]] constexpr Param at_least(double v) const noexcept {
+    Param p = *this;
+    p.flags |= SL_PARAM_HAS_MIN;
+    p.flags &= ~SL_PARAM_MIN_EXCLUSIVE;
+    p.min_float = v;
+    return p;
+  }
+  /// FLOAT: strictly above `v` (e.g. above(0.0): positive).
+  [[nodiscard]] constexpr Param above(double v) const noexcept {
+    Param p = at_least(v);
+    p.flags |= SL_PARAM_MIN_EXCLUSIVE;
+    return p;
+  }
+  /// FLOAT: at most `v`.
+  [[nodiscard]] constexpr Param at_most(double v) const noexcept {
+    Param p = *this;
+    p.flags |= SL_PARAM_HAS_MAX;
+    p.max_float = v;
+    return p;
+  }
+  /// STRING / ARRAY / TABLE: not empty.
+  [[nodiscard]] constexpr Param non_empty() const noexcept {
+    Param p = *this;
+    p.flags |= SL_PARAM_NON_EMPTY;
+    return p;
+  }
+  /// STRING: one of the '|'-separated `choices` ("fail|skip"); the string must outlive the
+  /// plugin (a literal).
+  [[nodiscard]] constexpr Param one_of(const char* choices) const noexcept {
+    Param p = *this;
+    p.flags |= SL_PARAM_HAS_CHOICES;
+    p.choices = choices;
+    return p;
+  }
+};
+
 /// An optional config key: `default_json` is its default as JSON text (e.g. "\"\\n\"",
 /// "false", "100"), or nullptr for "absent unless given". For `k_params` arrays.
-constexpr sl_param param(const char* name, int32_t type, const char* default_json,
-                         const char* doc) noexcept {
-  return sl_param{sizeof(sl_param), name, type, 0u, default_json, doc};
+constexpr Param param(const char* name, int32_t type, const char* default_json,
+                      const char* doc) noexcept {
+  sl_param p{};
+  p.struct_size = sizeof(sl_param);
+  p.name = name;
+  p.type = type;
+  p.default_json = default_json;
+  p.doc = doc;
+  return Param(p);
 }
 /// A key the config must give.
-constexpr sl_param required(const char* name, int32_t type, const char* doc) noexcept {
-  return sl_param{sizeof(sl_param), name, type, SL_PARAM_REQUIRED, nullptr, doc};
+constexpr Param required(const char* name, int32_t type, const char* doc) noexcept {
+  Param p = param(name, type, nullptr, doc);
+  p.flags |= SL_PARAM_REQUIRED;
+  return p;
 }
 
 /// What a source's poll() says about what comes next.
@@ -163,11 +238,19 @@ namespace detail {
 template <class T>
 inline constexpr bool k_always_false = false;
 
+/// T::k_params as plain sl_params (an array of Param or of sl_param), in static storage.
+template <class T>
+inline constexpr auto k_raw_params = [] {
+  std::array<sl_param, T::k_params.size()> out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = T::k_params[i];
+  return out;
+}();
+
 /// The declared parameters of a node type or function: T::k_params, or none.
 template <class T>
 constexpr const sl_param* params_of() noexcept {
   if constexpr (requires { T::k_params; }) {
-    return T::k_params.size() == 0 ? nullptr : T::k_params.data();
+    return T::k_params.size() == 0 ? nullptr : k_raw_params<T>.data();
   } else {
     return nullptr;
   }
@@ -216,6 +299,9 @@ struct NodeTrampolines {
     });
   }
   static void destroy(void* self) noexcept { delete self_of(self); }
+  static sl_status validate(const sl_validate_init* init) noexcept {
+    return run_validate(init, [&] { T::validate(Config(*init)); });
+  }
   static sl_status start(void* self, sl_context* ctx) noexcept {
     return guard(ctx, [&] { return self_of(self)->start(Context(ctx)); });
   }
@@ -353,6 +439,7 @@ constexpr sl_node_type make_node_type() noexcept {
   t.max_inputs = T::k_max_inputs;
   t.create = &Tr::create;
   t.destroy = &Tr::destroy;
+  if constexpr (requires(const Config& c) { T::validate(c); }) t.validate = &Tr::validate;
   t.start = &Tr::start;
   if constexpr (T::k_role == SL_ROLE_SOURCE) {
     t.poll = &Tr::poll;
@@ -413,7 +500,12 @@ inline constexpr sl_node_type k_node_type = make_node_type<T>();
 ///  - optionally `static constexpr uint32_t k_flags` (SL_NODE_STATEFUL: snapshot/restore
 ///    are wired), `k_min_inputs` / `k_max_inputs` (defaults: 1/1; sources 0/0);
 ///  - a constructor `(Context, const Config&)`, `(const sl_node_init&)` or `()`; a
-///    throwing constructor (e.g. Config::fail) makes create fail with that status.
+///    throwing constructor (e.g. Config::fail) makes create fail with that status;
+///  - optionally `static void validate(const Config& cfg)` (ABI 1.2): the checks of the
+///    constructor that the k_params constraints cannot express (cross-key rules, input
+///    references, text that must parse), throwing with Config::fail. `sluiced validate`
+///    runs it and reports the key with its file:line:col; it must have no side effects
+///    (no files, sockets, threads). Call it from the constructor too, so the two agree.
 template <class T>
 constexpr const sl_node_type* node_type() noexcept {
   return &detail::k_node_type<T>;

@@ -136,6 +136,27 @@ class Error : public std::exception {
   Status status_;
 };
 
+/// The Error Config::fail throws: INVALID_ARGUMENT about one config key. Carries the key and
+/// the bare problem apart, so a validate callback can hand them to the host, which then
+/// points at the key's file:line:col. Since: SDK of ABI 1.2.
+class ConfigError : public Error {
+ public:
+  /// `message` is the full text ("node 'x': key 'n' must be ..."); `key` and `problem` its
+  /// parts.
+  ConfigError(std::string message, std::string key, std::string problem)
+      : Error(SL_INVALID_ARGUMENT, std::move(message)),
+        key_(std::move(key)),
+        problem_(std::move(problem)) {}
+  /// The config key at fault.
+  [[nodiscard]] const std::string& key() const noexcept { return key_; }
+  /// What is wrong with it ("must be positive (got 0)").
+  [[nodiscard]] const std::string& problem() const noexcept { return problem_; }
+
+ private:
+  std::string key_;
+  std::string problem_;
+};
+
 /// A value of type T or a failed Status (an `expected`-like result).
 /// Converts implicitly from T and from Status, so `return value;` and
 /// `return invalid_argument("...");` both work in a function returning Result<T>.
