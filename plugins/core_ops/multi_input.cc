@@ -144,29 +144,12 @@ void Zip::validate(const Config& cfg) {
 }
 
 Zip::Zip(Context /*ctx*/, const Config& cfg) : maxsize_(maxsize_of(cfg)) {
-  validate(cfg);
+  validate(cfg);  // the literals' shape and positions: what follows only reads them
   const uint32_t n = cfg.input_count();
   const Value literals = cfg.get_array("literals");
-  const size_t width = n + literals.size();
   for (size_t i = 0; i < literals.size(); ++i) {
     const Value lit = literals[i];
-    const std::string where = "item " + std::to_string(i);
-    std::optional<Value> at = lit.get("at");
-    std::optional<Value> value = lit.get("value");
-    if (!lit.is_object() || !at || !value || lit.size() != 2) {
-      cfg.fail("literals", where + " must be a table { at = POSITION, value = V }");
-    }
-    if (!at->is_int() || at->as_int() < 0 || at->as_int() >= static_cast<int64_t>(width)) {
-      cfg.fail("literals", where + ": 'at' must be a position from 0 to " +
-                               std::to_string(width - 1) + " (the output has " +
-                               std::to_string(width) + " items: " + std::to_string(n) +
-                               " inputs and " + std::to_string(literals.size()) + " literals)");
-    }
-    const auto pos = static_cast<size_t>(at->as_int());
-    for (const auto& [p, v] : literals_) {
-      if (p == pos) cfg.fail("literals", where + ": position " + std::to_string(pos) + " is taken");
-    }
-    literals_.emplace_back(pos, *value);
+    literals_.emplace_back(static_cast<size_t>(lit.get("at")->as_int()), *lit.get("value"));
   }
   std::sort(literals_.begin(), literals_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
