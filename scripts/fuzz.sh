@@ -16,6 +16,7 @@ umask 022
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
+scripts/setup.sh  # clang and libFuzzer's runtime (libclang-rt-14-dev) among the packages
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSLUICE_FUZZ=ON -DSLUICE_WERROR=OFF -DSLUICE_BUILD_KAFKA=OFF -DSLUICE_FUZZ_SECONDS="$seconds"
