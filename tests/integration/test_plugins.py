@@ -246,27 +246,25 @@ class UnsafePluginFileTest(SluiceTestCase):
         r = self.validate(d)
         self.assertExit(r, EXIT_OK)
 
-    def test_plugin_dirs_problem_carries_the_config_position(self):
-        d = self.plugin_dir_with(parent_mode=0o777)
-        self.good_copy(d)
-        text = 'name = "x"\nplugin_dirs = ["parent/plugins"]\n' + good_pipeline(self.path("o"))
+    def assert_plugin_dirs_error_at_entry(self, entry, needle):
+        """`plugin_dirs = [entry]` fails validate with a line naming `needle`, at the entry's
+        file:line:col."""
+        text = f'name = "x"\nplugin_dirs = ["{entry}"]\n' + good_pipeline(self.path("o"))
         cfg = self.write("p.toml", text)
-        line_no, col = line_col(text, '"parent/plugins"')
+        line_no, col = line_col(text, f'"{entry}"')
         r = self.sluiced("validate", cfg)
         self.assertExit(r, EXIT_INVALID)
-        line = self.stderr_line_with(r, "ancestor directory")
+        line = self.stderr_line_with(r, needle)
         self.assertTrue(line.startswith(f"{cfg}:{line_no}:{col}: error: key 'plugin_dirs': "),
                         line)
 
+    def test_plugin_dirs_problem_carries_the_config_position(self):
+        d = self.plugin_dir_with(parent_mode=0o777)
+        self.good_copy(d)
+        self.assert_plugin_dirs_error_at_entry("parent/plugins", "ancestor directory")
+
     def test_missing_plugin_dir_carries_the_config_position(self):
-        text = 'plugin_dirs = ["nowhere"]\n' + good_pipeline(self.path("o"))
-        cfg = self.write("p.toml", text)
-        line_no, col = line_col(text, '"nowhere"')
-        r = self.sluiced("validate", cfg)
-        self.assertExit(r, EXIT_INVALID)
-        line = self.stderr_line_with(r, "does not exist")
-        self.assertTrue(line.startswith(f"{cfg}:{line_no}:{col}: error: key 'plugin_dirs': "),
-                        line)
+        self.assert_plugin_dirs_error_at_entry("nowhere", "does not exist")
 
 
 if __name__ == "__main__":
