@@ -104,6 +104,25 @@ class HostileMixin:
     """The attacks both servers must survive. A subclass provides start() -> (proc, port,
     stderr path) and assert_serves(port)."""
 
+    def listening(self, proc, err, pattern):
+        """Waits for the log line `pattern` (group 1: the port); stops the daemon at cleanup
+        and checks it exits 0. Returns (proc, port, err)."""
+
+        def port():
+            m = pattern.search(self.read(err))
+            return int(m.group(1)) if m else None
+
+        self.assertTrue(wait_for(lambda: port() or proc.poll() is not None, 20), self.read(err))
+        self.assertIsNotNone(port(), self.read(err))
+        self.addCleanup(self.stop, proc, err)
+        return proc, port(), err
+
+    def stop(self, proc, err):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        self.assertEqual(proc.returncode, EXIT_OK, self.read(err))
+
     def test_trailer_field_over_64_kib_is_refused_and_the_daemon_lives(self):
         proc, port, err = self.start()
         request = CHUNKED + b"1\r\na\r\n0\r\nX-Big: " + b"v" * (70 * 1024) + b"\r\n\r\n"
@@ -172,21 +191,7 @@ inputs = ["src"]
 path = {toml_str(self.path("out.txt"))}
 """)
         proc, _, err = self.spawn("run", cfg)
-
-        def port():
-            m = LISTENING.search(self.read(err))
-            return int(m.group(1)) if m else None
-
-        self.assertTrue(wait_for(lambda: port() or proc.poll() is not None, 20), self.read(err))
-        self.assertIsNotNone(port(), self.read(err))
-        self.addCleanup(self.stop, proc, err)
-        return proc, port(), err
-
-    def stop(self, proc, err):
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
-        self.assertEqual(proc.returncode, EXIT_OK, self.read(err))
+        return self.listening(proc, err, LISTENING)
 
     def post(self, port, body, timeout=10):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -291,21 +296,7 @@ class AdminTest(HostileMixin, SluiceTestCase):
                     stdout=subprocess.DEVNULL, stderr=e,
                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile)))
             self._procs.append(proc)
-
-        def port():
-            m = ADMIN.search(self.read(err))
-            return int(m.group(1)) if m else None
-
-        self.assertTrue(wait_for(lambda: port() or proc.poll() is not None, 20), self.read(err))
-        self.assertIsNotNone(port(), self.read(err))
-        self.addCleanup(self.stop, proc, err)
-        return proc, port(), err
-
-    def stop(self, proc, err):
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
-        self.assertEqual(proc.returncode, EXIT_OK, self.read(err))
+        return self.listening(proc, err, ADMIN)
 
     def get(self, port, path, headers=None, method="GET", timeout=10):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
