@@ -19,7 +19,7 @@
 
 #include "admin/http_server.hpp"
 #include "admin/metrics.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 
 #include <functional>
 #include <string>

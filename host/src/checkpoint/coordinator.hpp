@@ -11,7 +11,7 @@
 #include "checkpoint/format.hpp"
 #include "checkpoint/store.hpp"
 #include "common/result.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "executor/task.hpp"
 
 #include <boost/asio/io_context.hpp>

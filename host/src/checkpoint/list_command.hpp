@@ -2,7 +2,7 @@
 // with their time, positions per source and state size per node.
 #pragma once
 
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 
 #include <string>
 

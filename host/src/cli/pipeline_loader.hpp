@@ -4,7 +4,7 @@
 #pragma once
 
 #include "config/config_loader.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "registry/plugin_registry.hpp"
 
 #include <filesystem>

@@ -3,7 +3,8 @@
 // column. Meaning (types, params, inputs) is checked by config_validator.
 #pragma once
 
-#include "config/graph_spec.hpp"
+#include "config/diagnostic.hpp"
+#include "graph/graph_spec.hpp"
 
 #include <toml++/toml.h>
 
@@ -14,22 +15,6 @@
 #include <vector>
 
 namespace sluice::host {
-
-// A result that carries findings even when it succeeds (warnings). `value` is
-// empty exactly when at least one finding is an error.
-template <class T>
-struct Diagnosed {
-  std::optional<T> value;
-  std::vector<Diagnostic> diagnostics;
-
-  [[nodiscard]] bool ok() const { return value.has_value(); }
-  [[nodiscard]] bool has_errors() const {
-    for (const auto& d : diagnostics) {
-      if (d.severity == Severity::error) return true;
-    }
-    return false;
-  }
-};
 
 // A syntactically valid config file.
 struct ConfigDocument {

@@ -1,5 +1,5 @@
 target_sources(sluice_host_core PRIVATE
-  src/config/graph_spec.cc
+  src/config/diagnostic.cc
   src/config/config_loader.cc
   src/config/validator.cc
   src/config/node_params.cc

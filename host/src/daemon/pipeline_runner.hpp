@@ -8,7 +8,7 @@
 #pragma once
 
 #include "common/result.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "executor/clock.hpp"
 #include "executor/task.hpp"
 

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "common/result.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "executor/clock.hpp"
 #include "executor/io_watches.hpp"
 #include "executor/timer_queue.hpp"

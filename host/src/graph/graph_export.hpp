@@ -2,7 +2,7 @@
 // (`sluiced graph`) and JSON (`sluiced validate --json`, the admin endpoint).
 #pragma once
 
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 
 #include <string>
 

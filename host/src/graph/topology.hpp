@@ -2,7 +2,7 @@
 // id; inputs naming no node are ignored (the validator reports them).
 #pragma once
 
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 
 #include <cstddef>
 #include <vector>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "common/result.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "value/value.hpp"
 
 #include <cstdint>

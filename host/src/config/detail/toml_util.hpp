@@ -1,7 +1,7 @@
 // Helpers over toml++ shared by the config loader and validator.
 #pragma once
 
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "value/value.hpp"
 
 #include <toml++/toml.h>

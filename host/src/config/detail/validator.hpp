@@ -5,7 +5,7 @@
 
 #include "config/config_loader.hpp"
 #include "config/detail/toml_util.hpp"
-#include "config/graph_spec.hpp"
+#include "graph/graph_spec.hpp"
 #include "registry/plugin_registry.hpp"
 
 #include <toml++/toml.h>

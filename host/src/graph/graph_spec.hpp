@@ -1,6 +1,8 @@
 // The validated form of a pipeline config: what the executor builds a task
-// from. Produced by config_loader (parse) + config_validator (check against
-// the plugin registry); nothing downstream re-reads TOML.
+// from. Produced by config/ (config_loader parses, config_validator checks against
+// the plugin registry); nothing downstream re-reads TOML. It lives here, below
+// config/, so that the graph algorithms, the executor and the tools can read a graph
+// without depending on how it was parsed.
 #pragma once
 
 #include "registry/plugin_registry.hpp"
@@ -21,21 +23,6 @@ struct SourcePos {
   std::string file;
   uint32_t line = 0;
   uint32_t column = 0;
-};
-
-enum class Severity { error, warning };
-
-// One finding about a config. to_string() gives the one-line form every tool
-// prints: "FILE:LINE:COL: error: node 'ID': key 'KEY': MESSAGE" (node and key
-// parts omitted when empty).
-struct Diagnostic {
-  Severity severity = Severity::error;
-  SourcePos pos;
-  std::string node_id;
-  std::string key;
-  std::string message;  // says what is wrong and what would be valid
-
-  [[nodiscard]] std::string to_string() const;
 };
 
 // Which output of a node an edge reads.

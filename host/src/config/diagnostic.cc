@@ -1,8 +1,10 @@
-#include "config/graph_spec.hpp"
+#include "config/diagnostic.hpp"
 
 #include "config/detail/suggest.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace sluice::host {
 namespace {
@@ -60,20 +62,6 @@ std::string Diagnostic::to_string() const {
   if (!key.empty()) out += fmt::format("key '{}': ", config_detail::shorten_name(key));
   out += message.size() > k_max_word_length ? shorten_long_words(message) : message;
   return out;
-}
-
-const NodeSpec* GraphSpec::find(std::string_view id) const {
-  auto index = index_of(id);
-  return index ? &nodes[*index] : nullptr;
-}
-
-std::optional<size_t> GraphSpec::index_of(std::string_view id) const {
-  // Graphs are small (tens of nodes) and this runs at setup only: a linear
-  // scan beats keeping an index in sync with `nodes`.
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].id == id) return i;
-  }
-  return std::nullopt;
 }
 
 }  // namespace sluice::host
