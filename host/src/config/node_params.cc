@@ -3,7 +3,6 @@
 // plugins never see an absent optional key that has a default.
 #include "config/detail/suggest.hpp"
 #include "config/detail/validator.hpp"
-#include "executor/host_api.hpp"
 #include "lua/lua_function.hpp"
 #include "value/json.hpp"
 
@@ -513,8 +512,16 @@ void Validator::run_validator(sl_status (*validate)(const sl_validate_init*),
                               const std::function<SourcePos(std::string_view key)>& where_is,
                               std::string_view node_id, std::string_view key_prefix,
                               std::string_view what) {
+  if (!registry_.host_api()) {
+    // Only a registry filled by hand (compiled-in plugins, tests) can lack one.
+    error(where_is(""), node_id, std::string(key_prefix),
+          fmt::format("{} has a validate callback, but the plugin registry has no host table "
+                      "to hand it (PluginRegistry::set_host_api)",
+                      what));
+    return;
+  }
   Reports reports;
-  init.host = host_api_table();
+  init.host = registry_.host_api();
   init.report = &collect_report;
   init.report_arg = &reports;
   const sl_status status = validate(&init);

@@ -40,8 +40,12 @@ struct LoadProblem {
 
 class PluginLoader {
  public:
+  // Plugins loaded here are handed `host`; so is every validate callback of
+  // `registry` (PluginRegistry::host_api).
   PluginLoader(PluginRegistry& registry, const sl_host_api* host)
-      : registry_(registry), host_(host) {}
+      : registry_(registry), host_(host) {
+    registry.set_host_api(host);
+  }
 
   // Loads one shared object. The error names the file and says why. Before dlopen the
   // file must be a regular file (a FIFO or a device is refused without blocking), not

@@ -124,7 +124,14 @@ class PluginRegistry {
   [[nodiscard]] std::vector<std::string> node_type_names(int32_t role) const;
   [[nodiscard]] std::vector<std::string> function_names() const;
 
+  // The host table these plugins were handed at load (PluginLoader sets it). The
+  // validator hands the same table to validate callbacks, so that config/ needs no
+  // knowledge of where the table is defined (executor/host_api.hpp). Null until set.
+  void set_host_api(const sl_host_api* host) { host_api_ = host; }
+  [[nodiscard]] const sl_host_api* host_api() const { return host_api_; }
+
  private:
+  const sl_host_api* host_api_ = nullptr;
   std::vector<std::unique_ptr<PluginInfo>> plugins_;
   std::vector<std::unique_ptr<NodeTypeInfo>> node_types_;
   std::vector<std::unique_ptr<FunctionInfo>> functions_;

@@ -1,5 +1,7 @@
 #include "test_plugin.hpp"
 
+#include "executor/host_api.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -237,6 +239,8 @@ const sl_plugin k_plugin = make_plugin();
 }  // namespace
 
 void register_test_plugin(PluginRegistry& registry) {
+  // What PluginLoader would set: the validate callbacks below read values through it.
+  registry.set_host_api(host_api_table());
   Status status = registry.add_plugin(&k_plugin, "<config_test_plugin>", nullptr);
   ASSERT_TRUE(status.is_ok()) << status.to_string();
 }
