@@ -1,124 +1,18 @@
-// sluiced: the sluice host daemon and its command-line tools.
-#include "checkpoint/list_command.hpp"
-#include "cli/pipeline_loader.hpp"
-#include "cli/plugins_command.hpp"
-#include "cli/run_command.hpp"
+// sluiced: the sluice host daemon and its command-line tools. This file only wires
+// CLI11: each subcommand is a function of cli/commands.hpp.
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "daemon/logging.hpp"
-#include "executor/clock.hpp"
-#include "executor/host_api.hpp"
-#include "executor/task.hpp"
-#include "graph/graph_export.hpp"
-#include "registry/plugin_loader.hpp"
-#include "testing/pipeline_test.hpp"
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include <sluice/sluice.h>
 
 #include <csignal>
-#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
-namespace {
-
-using sluice::host::k_exit_invalid;
-using sluice::host::k_exit_ok;
-using sluice::host::k_exit_tests_failed;
-
-void setup_logging(const std::string& level) {
-  // Logs go to stderr, or to journald under systemd (daemon/logging.hpp);
-  // stdout belongs to the pipeline (the print sink) and to the tools' output.
-  sluice::host::setup_logging(level);
-}
-
-int cmd_validate(const std::string& config, const std::vector<std::filesystem::path>& dirs,
-                 bool create) {
-  auto pipeline = sluice::host::load_pipeline(config, dirs);
-  if (!pipeline) return k_exit_invalid;
-  if (create) {
-    // What `run` does first, and nothing more: every node of every task is created, then
-    // destroyed, without start. A failure here is a config the plugin's validate missed.
-    const sluice::host::RealClock clock;
-    const uint32_t tasks = pipeline->spec.runtime.tasks;
-    for (uint32_t i = 0; i < tasks; ++i) {
-      sluice::host::Task task(
-          pipeline->spec,
-          sluice::host::TaskOptions{pipeline->spec.runtime.batch_size, i, tasks, &clock});
-      if (auto st = task.create(); !st.is_ok()) {
-        fmt::print(stderr, "{}: validated, but create failed (task {}): {}\n", config, i,
-                   st.message());
-        return sluice::host::k_exit_runtime_error;
-      }
-    }
-  }
-  fmt::print("{}: OK ({} nodes{})\n", config, pipeline->spec.nodes.size(),
-             create ? ", created" : "");
-  return k_exit_ok;
-}
-
-int cmd_graph(const std::string& config, const std::string& format,
-              const std::vector<std::filesystem::path>& dirs) {
-  auto pipeline = sluice::host::load_pipeline(config, dirs);
-  if (!pipeline) return k_exit_invalid;
-  fmt::print("{}", format == "json" ? sluice::host::to_json(pipeline->spec)
-                                    : sluice::host::to_dot(pipeline->spec));
-  return k_exit_ok;
-}
-
-int cmd_plugins(const std::string& config, bool json,
-                const std::vector<std::filesystem::path>& dirs) {
-  std::vector<std::filesystem::path> all = dirs;
-  if (!config.empty()) {
-    auto parsed = sluice::host::parse_config_file(config);
-    for (const auto& d : parsed.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
-    if (!parsed.ok() || parsed.has_errors()) return k_exit_invalid;
-    auto from_config = sluice::host::config_plugin_dirs(*parsed.value);
-    for (const auto& d : from_config.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
-    if (!from_config.ok() || from_config.has_errors()) return k_exit_invalid;
-    all.insert(all.begin(), from_config.value->begin(), from_config.value->end());
-  }
-  // List what loaded even when some plugin was refused; the exit code says so.
-  auto registry = std::make_unique<sluice::host::PluginRegistry>();
-  sluice::host::PluginLoader loader(*registry, sluice::host::host_api_table());
-  auto problems = loader.load_search_path(sluice::host::plugin_search_path(all));
-  for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
-  fmt::print("{}",
-             json ? sluice::host::plugins_json(*registry) : sluice::host::plugins_text(*registry));
-  return problems.empty() ? k_exit_ok : k_exit_invalid;
-}
-
-int cmd_test(const std::string& config, const std::string& tests_file,
-             const std::vector<std::filesystem::path>& dirs) {
-  // Tests may live in the pipeline file itself ([[tests]]) or in their own file.
-  auto pipeline = sluice::host::load_pipeline(config, dirs, /*strip_tests=*/true);
-  if (!pipeline) return k_exit_invalid;
-  auto cases = sluice::host::load_test_cases(tests_file.empty() ? config : tests_file);
-  if (!cases.is_ok()) {
-    fmt::print(stderr, "{}\n", cases.status().message());
-    return k_exit_invalid;
-  }
-  for (const auto& tc : cases.value()) {
-    if (auto s = sluice::host::check_test_case(pipeline->spec, tc); !s.is_ok()) {
-      fmt::print(stderr, "{}\n", s.message());
-      return k_exit_invalid;
-    }
-  }
-  size_t passed = 0, failed = 0;
-  for (const auto& tc : cases.value()) {
-    auto outcome = sluice::host::run_test_case(pipeline->spec, tc);
-    if (outcome.passed) {
-      ++passed;
-      fmt::print("ok     {}\n", tc.name);
-    } else {
-      ++failed;
-      fmt::print("FAILED {} ({}:{})\n{}", tc.name, tc.pos.file, tc.pos.line, outcome.report);
-    }
-  }
-  fmt::print("{} passed, {} failed\n", passed, failed);
-  return failed == 0 ? k_exit_ok : k_exit_tests_failed;
-}
-
-}  // namespace
+namespace host = sluice::host;
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error to report, not a kill
@@ -184,23 +78,17 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; usage errors exit 2 like other invalid input.
-    return app.exit(e) == 0 ? k_exit_ok : k_exit_invalid;
+    return app.exit(e) == 0 ? host::k_exit_ok : host::k_exit_invalid;
   }
-  setup_logging(log_level);
+  // Logs go to stderr, or to journald under systemd (daemon/logging.hpp); stdout
+  // belongs to the pipeline (the print sink) and to the tools' output.
+  host::setup_logging(log_level);
 
-  if (run->parsed()) {
-    auto pipeline = sluice::host::load_pipeline(config, plugin_dirs);
-    if (!pipeline) return k_exit_invalid;
-    return sluice::host::run_pipeline(std::move(*pipeline), config, plugin_dirs, reset_state);
-  }
-  if (validate->parsed()) return cmd_validate(config, plugin_dirs, validate_create);
-  if (graph->parsed()) return cmd_graph(config, format, plugin_dirs);
-  if (plugins->parsed()) return cmd_plugins(config, json, plugin_dirs);
-  if (test->parsed()) return cmd_test(config, tests_file, plugin_dirs);
-  if (checkpoints->parsed()) {
-    auto pipeline = sluice::host::load_pipeline(config, plugin_dirs);
-    if (!pipeline) return k_exit_invalid;
-    return sluice::host::checkpoint::list_checkpoints(pipeline->spec, json);
-  }
-  return k_exit_invalid;
+  if (run->parsed()) return host::run_command(config, plugin_dirs, reset_state);
+  if (validate->parsed()) return host::validate_command(config, plugin_dirs, validate_create);
+  if (graph->parsed()) return host::graph_command(config, format, plugin_dirs);
+  if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
+  if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs);
+  if (checkpoints->parsed()) return host::checkpoints_command(config, json, plugin_dirs);
+  return host::k_exit_invalid;
 }

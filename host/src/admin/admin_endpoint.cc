@@ -1,7 +1,7 @@
 #include "admin/admin_endpoint.hpp"
 
 #include "admin/graph_page.hpp"
-#include "daemon/pipeline_runner.hpp"
+#include "pipeline/pipeline_runner.hpp"
 #include "graph/graph_export.hpp"
 
 #include <boost/algorithm/string/predicate.hpp>

@@ -1,6 +1,6 @@
 #include "admin/metrics.hpp"
 
-#include "daemon/pipeline_runner.hpp"
+#include "pipeline/pipeline_runner.hpp"
 
 #include <fmt/format.h>
 

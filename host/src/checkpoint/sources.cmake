@@ -3,6 +3,4 @@ target_sources(sluice_host_core PRIVATE
   src/checkpoint/fs_store.cc
   src/checkpoint/store.cc
   src/checkpoint/task_epoch.cc
-  src/checkpoint/coordinator.cc
-  src/checkpoint/list_command.cc
-  src/checkpoint/service.cc)
+  src/checkpoint/coordinator.cc)

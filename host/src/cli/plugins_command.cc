@@ -1,8 +1,17 @@
-#include "cli/plugins_command.hpp"
-
+// `sluiced plugins [--config CONFIG] [--json]`.
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/load_and_report.hpp"
+#include "config/config_loader.hpp"
+#include "executor/host_api.hpp"
+#include "registry/plugin_loader.hpp"
+#include "registry/plugin_registry.hpp"
 #include "value/json.hpp"
 
 #include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
 
 namespace sluice::host {
 namespace {
@@ -57,8 +66,8 @@ Value params_value(const std::vector<ParamInfo>& params) {
   return Value::array(items);
 }
 
-}  // namespace
-
+// Every plugin with its version, ABI and file, and each node type and function with
+// its parameters and docs.
 std::string plugins_text(const PluginRegistry& registry) {
   std::string out;
   for (const auto& p : registry.plugins()) {
@@ -81,6 +90,7 @@ std::string plugins_text(const PluginRegistry& registry) {
   return out;
 }
 
+// The same as one JSON document, for tools (docs/CONFIG.md is generated from it).
 std::string plugins_json(const PluginRegistry& registry) {
   std::vector<Value> plugins;
   for (const auto& p : registry.plugins()) {
@@ -118,6 +128,28 @@ std::string plugins_json(const PluginRegistry& registry) {
   std::vector<std::pair<std::string, Value>> root;
   root.emplace_back("plugins", Value::array(plugins));
   return json_dump(Value::object(root).raw()) + "\n";
+}
+
+}  // namespace
+
+int plugins_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs) {
+  PluginDirs all = dirs;
+  if (!config.empty()) {
+    auto parsed = parse_config_file(config);
+    print_diagnostics(parsed.diagnostics);
+    if (!parsed.ok() || parsed.has_errors()) return k_exit_invalid;
+    auto from_config = config_plugin_dirs(*parsed.value);
+    print_diagnostics(from_config.diagnostics);
+    if (!from_config.ok() || from_config.has_errors()) return k_exit_invalid;
+    all.insert(all.begin(), from_config.value->begin(), from_config.value->end());
+  }
+  // List what loaded even when some plugin was refused; the exit code says so.
+  auto registry = std::make_unique<PluginRegistry>();
+  PluginLoader loader(*registry, host_api_table());
+  auto problems = loader.load_search_path(plugin_search_path(all));
+  for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
+  fmt::print("{}", json ? plugins_json(*registry) : plugins_text(*registry));
+  return problems.empty() ? k_exit_ok : k_exit_invalid;
 }
 
 }  // namespace sluice::host

@@ -1,19 +1,23 @@
-#include "cli/run_command.hpp"
-
-#include "checkpoint/service.hpp"
+// `sluiced run CONFIG [--reset-state NODE]`: the daemon, with checkpointing attached
+// when the pipeline has [checkpoint].
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/load_and_report.hpp"
 #include "daemon/daemon.hpp"
+#include "pipeline/checkpoint_service.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
+#include <memory>
 
 namespace sluice::host {
 
-int run_pipeline(LoadedPipeline pipeline, const std::filesystem::path& config,
-                 const std::vector<std::filesystem::path>& plugin_dirs,
-                 const std::vector<std::string>& reset_state) {
-  std::unique_ptr<checkpoint::CheckpointService> checkpoints;
-  if (pipeline.spec.checkpoint.enabled) {
+int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
+                const std::vector<std::string>& reset_state) {
+  auto pipeline = load_and_report(config, dirs);
+  if (!pipeline) return k_exit_invalid;
+  std::unique_ptr<CheckpointService> checkpoints;
+  if (pipeline->spec.checkpoint.enabled) {
     checkpoint::ResetState reset;
     for (const std::string& id : reset_state) {
       if (id == "all") {
@@ -22,7 +26,7 @@ int run_pipeline(LoadedPipeline pipeline, const std::filesystem::path& config,
         reset.nodes.push_back(id);
       }
     }
-    auto service = checkpoint::CheckpointService::create(pipeline.spec, std::move(reset));
+    auto service = CheckpointService::create(pipeline->spec, std::move(reset));
     if (!service.is_ok()) {
       spdlog::error("{}", service.status().message());
       return k_exit_invalid;
@@ -31,17 +35,17 @@ int run_pipeline(LoadedPipeline pipeline, const std::filesystem::path& config,
   } else if (!reset_state.empty()) {
     spdlog::warn("--reset-state has no effect: the pipeline has no [checkpoint] table");
   }
-  Daemon daemon(std::move(pipeline), DaemonOptions{config, plugin_dirs});
+  Daemon daemon(std::move(*pipeline), DaemonOptions{config, dirs, k_exit_runtime_error});
   if (checkpoints) {
     checkpoints->install(daemon.hooks(), daemon.control());
     daemon.set_extra_metrics([&checkpoints] { return checkpoints->metrics(); });
   }
   // Other subsystems attach here: daemon.hooks() (task creation, stop) and
   // daemon.set_extra_metrics().
-  const int exit_code = daemon.run();
+  const Status outcome = daemon.run();
   // The store may live in a plugin, which the daemon's registry unloads: close it first.
   checkpoints.reset();
-  return exit_code;
+  return outcome.is_ok() ? k_exit_ok : k_exit_runtime_error;
 }
 
 }  // namespace sluice::host

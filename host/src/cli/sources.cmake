@@ -1,4 +1,8 @@
 target_sources(sluice_host_core PRIVATE
-  src/cli/pipeline_loader.cc
+  src/cli/load_and_report.cc
   src/cli/run_command.cc
-  src/cli/plugins_command.cc)
+  src/cli/validate_command.cc
+  src/cli/graph_command.cc
+  src/cli/plugins_command.cc
+  src/cli/test_command.cc
+  src/cli/checkpoints_command.cc)

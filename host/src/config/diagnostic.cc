@@ -57,7 +57,10 @@ std::string Diagnostic::to_string() const {
     out += fmt::format(":{}", pos.line);
     if (pos.column > 0) out += fmt::format(":{}", pos.column);
   }
-  out += severity == Severity::error ? ": error: " : ": warning: ";
+  // Without a file (a plugin that is not in a configured directory) the line starts
+  // with the severity.
+  if (!out.empty()) out += ": ";
+  out += severity == Severity::error ? "error: " : "warning: ";
   if (!node_id.empty()) out += fmt::format("node '{}': ", config_detail::shorten_name(node_id));
   if (!key.empty()) out += fmt::format("key '{}': ", config_detail::shorten_name(key));
   out += message.size() > k_max_word_length ? shorten_long_words(message) : message;

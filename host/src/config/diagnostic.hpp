@@ -14,7 +14,7 @@ enum class Severity { error, warning };
 
 // One finding about a config. to_string() gives the one-line form every tool
 // prints: "FILE:LINE:COL: error: node 'ID': key 'KEY': MESSAGE" (node and key
-// parts omitted when empty).
+// parts omitted when empty; the position too when its file is unknown).
 struct Diagnostic {
   Severity severity = Severity::error;
   SourcePos pos;

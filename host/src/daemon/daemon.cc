@@ -48,7 +48,7 @@ Daemon::~Daemon() {
   runner_.reset();  // joins
 }
 
-int Daemon::run() {
+Status Daemon::run() {
   const GraphSpec& spec = pipeline_->spec;
   signals_.async_wait([this](const auto& ec, int signo) { on_signal(ec, signo); });
 
@@ -62,7 +62,7 @@ int Daemon::run() {
     auto port = admin_->start();
     if (!port.is_ok()) {
       spdlog::error("{}", port.status().message());
-      return k_exit_runtime_error;
+      return port.status();
     }
     const bool v6 = spec.admin.address.find(':') != std::string::npos;
     spdlog::info("admin endpoint listening on http://{}{}{}:{}/{}", v6 ? "[" : "",
@@ -89,7 +89,7 @@ int Daemon::run() {
     }
   }
   if (runner_) runner_->join();
-  return exit_code_;
+  return outcome_;
 }
 
 void Daemon::start_graph() {
@@ -125,7 +125,7 @@ void Daemon::on_graph_finished(Status status) {
   }
   runner_.reset();  // destroys the nodes: files closed, plugin resources released
   if (!status.is_ok()) {
-    exit_code_ = k_exit_runtime_error;
+    outcome_ = status;
     next_.reset();
     notifier_.stopping(fmt::format("pipeline '{}' failed: {}", name, status.message()));
     control_.stop();
@@ -143,7 +143,7 @@ void Daemon::on_graph_finished(Status status) {
   }
   spdlog::info("pipeline '{}' finished", name);
   notifier_.stopping(fmt::format("pipeline '{}' finished", name));
-  exit_code_ = k_exit_ok;
+  outcome_ = Status::ok();
   control_.stop();
 }
 
@@ -156,7 +156,7 @@ void Daemon::on_signal(const boost::system::error_code& ec, int signo) {
   }
   if (stopping_) {
     spdlog::warn("second signal ({}): exiting without waiting for the drain", signal_name(signo));
-    std::_Exit(k_exit_runtime_error);
+    std::_Exit(options_.forced_exit_code);
   }
   spdlog::info("received {}: stopping gracefully (timeout {} ms)", signal_name(signo),
                pipeline_->spec.runtime.shutdown_timeout_ms);
@@ -175,11 +175,12 @@ void Daemon::begin_stop() {
 void Daemon::arm_deadline(const char* what) {
   const int64_t ms = pipeline_->spec.runtime.shutdown_timeout_ms;
   deadline_.expires_after(std::chrono::milliseconds(ms));
-  deadline_.async_wait([what, ms](const boost::system::error_code& e) {
-    if (e) return;
-    spdlog::error("{} did not finish within shutdown_timeout_ms = {}; exiting", what, ms);
-    std::_Exit(k_exit_runtime_error);
-  });
+  deadline_.async_wait(
+      [what, ms, code = options_.forced_exit_code](const boost::system::error_code& e) {
+        if (e) return;
+        spdlog::error("{} did not finish within shutdown_timeout_ms = {}; exiting", what, ms);
+        std::_Exit(code);
+      });
 }
 
 void Daemon::reload() {

@@ -10,10 +10,10 @@
 
 #include "admin/admin_endpoint.hpp"
 #include "admin/metrics.hpp"
-#include "cli/pipeline_loader.hpp"
-#include "daemon/pipeline_runner.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "executor/clock.hpp"
+#include "pipeline/pipeline_loader.hpp"
+#include "pipeline/pipeline_runner.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -31,6 +31,9 @@ namespace sluice::host {
 struct DaemonOptions {
   std::filesystem::path config;  // read again on SIGHUP
   std::vector<std::filesystem::path> plugin_dirs;
+  // The process exit code when the daemon gives up waiting (a second SIGTERM, a
+  // drain past shutdown_timeout_ms) and exits at once.
+  int forced_exit_code = 1;
 };
 
 class Daemon {
@@ -46,8 +49,9 @@ class Daemon {
   void set_extra_metrics(std::function<std::string()> f) { extra_metrics_ = std::move(f); }
   boost::asio::io_context& control() { return control_; }
 
-  // Runs until the graph ends or a stop finishes. Returns the exit code.
-  int run();
+  // Runs until the graph ends or a stop finishes: OK when it ended (its sources were
+  // exhausted, or a signal's drain finished), the failure otherwise.
+  Status run();
 
  private:
   void start_graph();
@@ -77,7 +81,7 @@ class Daemon {
   boost::asio::steady_timer watchdog_;
   std::string last_reload_;  // appended to STATUS=: the last reload's outcome
   DaemonFacts facts_;
-  int exit_code_ = 0;
+  Status outcome_;
   bool stopping_ = false;   // SIGTERM/SIGINT: no new graph will start
   bool reloading_ = false;  // draining the old graph for next_
   bool live_ = true;        // the last watchdog check found every task alive

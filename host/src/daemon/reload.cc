@@ -14,16 +14,20 @@ ReloadCandidate prepare_reload(const std::filesystem::path& config,
     return out;
   }
   auto loaded = load_pipeline(config, plugin_dirs);
-  if (!loaded) {
+  for (const Diagnostic& d : loaded.diagnostics) {
+    spdlog::log(d.severity == Severity::error ? spdlog::level::err : spdlog::level::warn, "{}",
+                d.to_string());
+  }
+  if (!loaded.ok() || loaded.has_errors()) {
     out.rejected = "the new config is invalid (the errors are logged above)";
     return out;
   }
-  const AdminSettings& a = loaded->spec.admin;
+  const AdminSettings& a = loaded.value->spec.admin;
   const AdminSettings& b = running.admin;
   if (a.enabled != b.enabled || a.address != b.address || a.port != b.port || a.token != b.token) {
     spdlog::warn("reload: [admin] changed; the endpoint keeps its current settings until restart");
   }
-  out.pipeline = std::make_unique<LoadedPipeline>(std::move(*loaded));
+  out.pipeline = std::make_unique<LoadedPipeline>(std::move(*loaded.value));
   return out;
 }
 

@@ -3,7 +3,7 @@
 // leaves the running graph alone.
 #pragma once
 
-#include "cli/pipeline_loader.hpp"
+#include "pipeline/pipeline_loader.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -18,7 +18,7 @@ struct ReloadCandidate {
 };
 
 // Loads `config` with its plugins and validates it as `sluiced validate` does
-// (the diagnostics go to the log's stream). Settings that a reload cannot
+// (each finding is logged). Settings that a reload cannot
 // change ([admin]) are compared with `running` and a difference is a warning.
 [[nodiscard]] ReloadCandidate prepare_reload(const std::filesystem::path& config,
                                              const std::vector<std::filesystem::path>& plugin_dirs,

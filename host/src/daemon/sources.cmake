@@ -1,5 +1,4 @@
 target_sources(sluice_host_core PRIVATE
-  src/daemon/pipeline_runner.cc
   src/daemon/systemd_notify.cc
   src/daemon/reload.cc
   src/daemon/logging.cc

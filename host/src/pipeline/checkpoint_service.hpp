@@ -1,25 +1,26 @@
 // Checkpointing wired into the daemon (`sluiced run` with [checkpoint]): one
-// Coordinator per running graph, attached through the runner's hooks — restore
+// checkpoint::Coordinator per running graph, attached through the runner's hooks — restore
 // after each task's create, periodic epochs while it runs, and a final
 // checkpoint instead of the drain when a stop begins (SIGTERM, reload).
 #pragma once
 
 #include "checkpoint/coordinator.hpp"
 #include "common/result.hpp"
-#include "daemon/pipeline_runner.hpp"
+#include "pipeline/pipeline_runner.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <memory>
 #include <vector>
 
-namespace sluice::host::checkpoint {
+namespace sluice::host {
 
 class CheckpointService {
  public:
   // Opens the store of `spec` and loads the checkpoint to restore: a saved
   // state the graph cannot use is an error here, before anything runs.
-  static Result<std::unique_ptr<CheckpointService>> create(const GraphSpec& spec, ResetState reset);
+  static Result<std::unique_ptr<CheckpointService>> create(const GraphSpec& spec,
+                                                           checkpoint::ResetState reset);
   // Sets the hooks (for every graph the daemon runs) on the control loop `control`.
   void install(RunnerHooks& hooks, boost::asio::io_context& control);
   // Prometheus text for /metrics (control thread): checkpoints taken and failed, the last
@@ -27,13 +28,13 @@ class CheckpointService {
   [[nodiscard]] std::string metrics() const;
 
  private:
-  CheckpointService(ResetState reset) : reset_(std::move(reset)) {}
+  CheckpointService(checkpoint::ResetState reset) : reset_(std::move(reset)) {}
   Status before_start(PipelineRunner& runner);
 
-  ResetState reset_;
+  checkpoint::ResetState reset_;
   boost::asio::io_context* control_ = nullptr;
-  std::unique_ptr<Coordinator> first_;  // loaded by create(), used by the first graph
-  std::vector<std::unique_ptr<Coordinator>> coordinators_;  // the current one last
+  std::unique_ptr<checkpoint::Coordinator> first_;  // loaded by create(), used by the first graph
+  std::vector<std::unique_ptr<checkpoint::Coordinator>> coordinators_;  // the current one last
 };
 
-}  // namespace sluice::host::checkpoint
+}  // namespace sluice::host

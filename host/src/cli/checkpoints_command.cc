@@ -1,8 +1,10 @@
-#include "checkpoint/list_command.hpp"
-
+// `sluiced checkpoints CONFIG [--json]`.
 #include "checkpoint/coordinator.hpp"
 #include "checkpoint/format.hpp"
 #include "checkpoint/store.hpp"
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/load_and_report.hpp"
 #include "value/json.hpp"
 
 #include <fmt/chrono.h>
@@ -35,23 +37,23 @@ struct Row {
   std::string problem;
 };
 
-}  // namespace
-
+// Prints the listing to stdout (text or JSON); problems to stderr. Returns the exit
+// code: 1 when the store cannot be opened or listed, 2 without [checkpoint].
 int list_checkpoints(const GraphSpec& spec, bool json) {
   if (!spec.checkpoint.enabled) {
     fmt::print(stderr, "{}: the pipeline has no [checkpoint] table: checkpointing is off\n",
                spec.file.string());
-    return 2;
+    return k_exit_invalid;
   }
   auto store = open_store(spec);
   if (!store.is_ok()) {
     fmt::print(stderr, "error: {}\n", store.status().message());
-    return 1;
+    return k_exit_runtime_error;
   }
   auto entries = store.value()->list();
   if (!entries.is_ok()) {
     fmt::print(stderr, "error: {}\n", entries.status().message());
-    return 1;
+    return k_exit_runtime_error;
   }
   std::vector<Row> rows;
   std::optional<uint64_t> restore_point;
@@ -111,7 +113,7 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
     root.emplace_back("store", Value::string(spec.checkpoint.store));
     root.emplace_back("epochs", Value::array(epochs));
     fmt::print("{}\n", json_dump(Value::object(root).raw()));
-    return 0;
+    return k_exit_ok;
   }
 
   fmt::print("pipeline '{}': store '{}', {} epoch{}\n", spec.name, spec.checkpoint.store,
@@ -144,7 +146,18 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
       }
     }
   }
-  return 0;
+  return k_exit_ok;
 }
 
+}  // namespace
 }  // namespace sluice::host::checkpoint
+
+namespace sluice::host {
+
+int checkpoints_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs) {
+  auto pipeline = load_and_report(config, dirs);
+  if (!pipeline) return k_exit_invalid;
+  return checkpoint::list_checkpoints(pipeline->spec, json);
+}
+
+}  // namespace sluice::host

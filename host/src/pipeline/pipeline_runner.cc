@@ -1,4 +1,4 @@
-#include "daemon/pipeline_runner.hpp"
+#include "pipeline/pipeline_runner.hpp"
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>

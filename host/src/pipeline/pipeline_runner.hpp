@@ -8,9 +8,9 @@
 #pragma once
 
 #include "common/result.hpp"
-#include "graph/graph_spec.hpp"
 #include "executor/clock.hpp"
 #include "executor/task.hpp"
+#include "graph/graph_spec.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -36,7 +36,7 @@ struct RunnerHooks {
   // On the control thread when a stop begins (signal, reload, a failed task),
   // before the sources are ended.
   std::function<void(PipelineRunner& runner)> before_stop;
-  // Checkpointing (checkpoint/service.hpp). On the control thread in start(),
+  // Checkpointing (pipeline/checkpoint_service.hpp). On the control thread in start(),
   // before the task threads exist: a failure ends the graph before it runs.
   std::function<Status(PipelineRunner& runner)> before_start;
   // On the control thread when task `index`'s run() returned.

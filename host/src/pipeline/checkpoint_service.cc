@@ -1,15 +1,15 @@
-#include "checkpoint/service.hpp"
+#include "pipeline/checkpoint_service.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace sluice::host::checkpoint {
+namespace sluice::host {
 
 Result<std::unique_ptr<CheckpointService>> CheckpointService::create(const GraphSpec& spec,
-                                                                     ResetState reset) {
+                                                                     checkpoint::ResetState reset) {
   std::unique_ptr<CheckpointService> s(new CheckpointService(reset));
-  SLUICE_ASSIGN_OR_RETURN(auto store, open_store(spec));
-  s->first_ = std::make_unique<Coordinator>(spec, std::move(store), std::move(reset));
+  SLUICE_ASSIGN_OR_RETURN(auto store, checkpoint::open_store(spec));
+  s->first_ = std::make_unique<checkpoint::Coordinator>(spec, std::move(store), std::move(reset));
   SLUICE_RETURN_IF_ERROR(s->first_->load());
   return s;
 }
@@ -24,7 +24,7 @@ void CheckpointService::install(RunnerHooks& hooks, boost::asio::io_context& con
     coordinators_.back()->task_finished(index, status);
   };
   hooks.replace_stop = [this](PipelineRunner& /*runner*/) {
-    Coordinator& c = *coordinators_.back();
+    checkpoint::Coordinator& c = *coordinators_.back();
     return c.stop_with_final_checkpoint([](Status outcome) {
       if (outcome.is_ok()) {
         spdlog::info("final checkpoint written; the tasks stop without finishing their nodes");
@@ -37,8 +37,8 @@ void CheckpointService::install(RunnerHooks& hooks, boost::asio::io_context& con
 
 std::string CheckpointService::metrics() const {
   if (coordinators_.empty()) return {};
-  const Coordinator& c = *coordinators_.back();
-  const Coordinator::Stats& s = c.stats();
+  const checkpoint::Coordinator& c = *coordinators_.back();
+  const checkpoint::Coordinator::Stats& s = c.stats();
   return fmt::format(
       "# HELP sluice_checkpoints_total Checkpoints stored and committed by the running graph.\n"
       "# TYPE sluice_checkpoints_total counter\nsluice_checkpoints_total {}\n"
@@ -55,15 +55,15 @@ std::string CheckpointService::metrics() const {
 }
 
 Status CheckpointService::before_start(PipelineRunner& runner) {
-  std::unique_ptr<Coordinator> c;
+  std::unique_ptr<checkpoint::Coordinator> c;
   if (first_) {
     c = std::move(first_);
     c->rebind(runner.spec());
   } else {
     // A reload: the new graph resumes from the checkpoint the old one wrote when it stopped.
-    ResetState none;
-    SLUICE_ASSIGN_OR_RETURN(auto store, open_store(runner.spec()));
-    c = std::make_unique<Coordinator>(runner.spec(), std::move(store), none);
+    checkpoint::ResetState none;
+    SLUICE_ASSIGN_OR_RETURN(auto store, checkpoint::open_store(runner.spec()));
+    c = std::make_unique<checkpoint::Coordinator>(runner.spec(), std::move(store), none);
     SLUICE_RETURN_IF_ERROR(c->load());
   }
   if (!coordinators_.empty()) coordinators_.back()->detach();
@@ -74,4 +74,4 @@ Status CheckpointService::before_start(PipelineRunner& runner) {
   return Status::ok();
 }
 
-}  // namespace sluice::host::checkpoint
+}  // namespace sluice::host

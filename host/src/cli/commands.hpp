@@ -1,0 +1,47 @@
+// The subcommands of sluiced, one function each, called by main.cc once CLI11 has
+// parsed the command line. Each prints its output to stdout and its findings to
+// stderr, and returns the process exit code (cli/exit_codes.hpp).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+
+using PluginDirs = std::vector<std::filesystem::path>;  // --plugin-dir, in order
+
+// `sluiced run`: runs the pipeline until its sources are exhausted and
+// everything is flushed (exit 0), a node fails (exit 1), or SIGINT/SIGTERM asks
+// for a graceful stop (sources end, the graph drains, exit 0). SIGHUP reloads
+// `config` (see daemon/daemon.hpp). Under systemd it speaks the notify
+// protocol; with [admin] it serves the admin endpoint.
+// With [checkpoint] the newest checkpoint is restored first (docs/CHECKPOINTING.md);
+// `reset_state` names nodes to start fresh ("all": every node).
+int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
+                const std::vector<std::string>& reset_state);
+
+// `sluiced validate`: the config against its plugins; with `create`, also every node
+// of every task created and destroyed as `run` would, without starting it.
+int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create);
+
+// `sluiced graph`: the validated graph as Graphviz dot or JSON (`format`).
+int graph_command(const std::filesystem::path& config, const std::string& format,
+                  const PluginDirs& dirs);
+
+// `sluiced plugins`: every loaded plugin with its version, ABI and file, and each node
+// type and function with its parameters and docs (text, or JSON for tools:
+// docs/CONFIG.md is generated from it). `config` (optional) adds its plugin_dirs. What
+// loaded is listed even when some plugin was refused; the exit code says so.
+int plugins_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs);
+
+// `sluiced test`: the [[tests]] of `tests_file` (default: the pipeline file) run on
+// injected input and a virtual clock.
+int test_command(const std::filesystem::path& config, const std::filesystem::path& tests_file,
+                 const PluginDirs& dirs);
+
+// `sluiced checkpoints`: the epochs in the pipeline's checkpoint store, with their
+// time, positions per source and state size per node (text or JSON).
+int checkpoints_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs);
+
+}  // namespace sluice::host

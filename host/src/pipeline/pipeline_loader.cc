@@ -1,0 +1,78 @@
+#include "pipeline/pipeline_loader.hpp"
+
+#include "checkpoint/store.hpp"
+#include "config/config_validator.hpp"
+#include "executor/host_api.hpp"
+#include "registry/plugin_loader.hpp"
+
+namespace sluice::host {
+
+namespace {
+
+// The config entry a plugin problem comes from: the directory itself, or a file in it.
+const PluginDirOrigin* origin_of(const std::filesystem::path& problem,
+                                 const std::vector<PluginDirOrigin>& origins) {
+  for (const auto& o : origins) {
+    if (problem == o.dir || problem.parent_path() == o.dir) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
+    const std::vector<std::filesystem::path>& dirs, const std::vector<PluginDirOrigin>& origins) {
+  Diagnosed<std::unique_ptr<PluginRegistry>> out;
+  auto registry = std::make_unique<PluginRegistry>();
+  // The built-in checkpoint stores ("fs") first, registered like plugins' stores.
+  if (auto st = checkpoint::register_builtin_stores(*registry); !st.is_ok()) {
+    out.diagnostics.push_back({Severity::error, {}, "", "", std::string(st.message())});
+    return out;
+  }
+  PluginLoader loader(*registry, host_api_table());
+  for (const auto& p : loader.load_search_path(plugin_search_path(dirs))) {
+    if (const PluginDirOrigin* o = origin_of(p.file, origins)) {
+      out.diagnostics.push_back({Severity::error, o->pos, "", "plugin_dirs", p.message});
+    } else {
+      out.diagnostics.push_back({Severity::error, {}, "", "", "plugin: " + p.message});
+    }
+  }
+  set_function_registry(registry.get());
+  if (out.diagnostics.empty()) out.value = std::move(registry);
+  return out;
+}
+
+Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
+                                        const std::vector<std::filesystem::path>& extra_dirs,
+                                        bool strip_tests) {
+  Diagnosed<LoadedPipeline> out;
+  // Appends a step's findings; true when the step failed (then nothing more is done).
+  auto failed = [&out](auto& step) {
+    out.diagnostics.insert(out.diagnostics.end(), step.diagnostics.begin(), step.diagnostics.end());
+    return !step.ok() || step.has_errors();
+  };
+  auto parsed = parse_config_file(config);
+  if (failed(parsed)) return out;
+  ConfigDocument& doc = *parsed.value;
+  if (strip_tests) doc.root.erase("tests");
+
+  auto dirs = config_plugin_dirs(doc);
+  if (failed(dirs)) return out;
+  std::vector<std::filesystem::path> all_dirs = *dirs.value;
+  std::vector<PluginDirOrigin> origins;
+  const std::vector<SourcePos> positions = config_plugin_dir_positions(doc);
+  for (size_t i = 0; i < all_dirs.size() && i < positions.size(); ++i) {
+    origins.push_back({all_dirs[i], positions[i]});
+  }
+  all_dirs.insert(all_dirs.end(), extra_dirs.begin(), extra_dirs.end());
+
+  auto plugins = load_plugins(all_dirs, origins);
+  if (failed(plugins)) return out;
+  auto validated = validate_config(doc, **plugins.value);
+  if (failed(validated)) return out;
+  out.value =
+      LoadedPipeline{std::move(*plugins.value), std::move(doc), std::move(*validated.value)};
+  return out;
+}
+
+}  // namespace sluice::host

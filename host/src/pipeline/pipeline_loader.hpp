@@ -1,0 +1,46 @@
+// What every sluiced command does first: read the config, load the plugins it
+// names (plus SLUICE_PLUGIN_PATH and the install default), and validate the
+// graph against them. Every finding is returned, not printed: the CLI prints them
+// to stderr, a reload logs them.
+#pragma once
+
+#include "config/config_loader.hpp"
+#include "config/diagnostic.hpp"
+#include "graph/graph_spec.hpp"
+#include "registry/plugin_registry.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::host {
+
+struct LoadedPipeline {
+  std::unique_ptr<PluginRegistry> registry;
+  std::optional<ConfigDocument> document;
+  GraphSpec spec;
+};
+
+// A `plugin_dirs` entry of the config and where it is written.
+struct PluginDirOrigin {
+  std::filesystem::path dir;
+  SourcePos pos;
+};
+
+// Loads plugins from `dirs` + env + default into a new registry. A plugin that was
+// refused is an error, at the config's file:line:col when it comes from a directory
+// listed in `origins` ("error: plugin: ..." otherwise); there is no registry then.
+[[nodiscard]] Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
+    const std::vector<std::filesystem::path>& dirs,
+    const std::vector<PluginDirOrigin>& origins = {});
+
+// Config + plugins + validation, with every finding (errors and warnings) in the
+// order found. No value when anything was an error. `strip_tests` removes a
+// top-level [[tests]] array first (the pipeline-test format may live in the config).
+[[nodiscard]] Diagnosed<LoadedPipeline> load_pipeline(
+    const std::filesystem::path& config, const std::vector<std::filesystem::path>& extra_dirs,
+    bool strip_tests = false);
+
+}  // namespace sluice::host
