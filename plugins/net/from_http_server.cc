@@ -309,7 +309,7 @@ void FromHttpServer::handle_request(Conn& c) {
     Value element;
     if (format_ == Format::bytes) {
       element = Value::bytes(body);
-    } else if (!valid_utf8(body)) {
+    } else if (!sdk::valid_utf8(body)) {
       respond(c, 400, "the body is not valid UTF-8\n", !c.keep_alive);
       return;
     } else if (format_ == Format::text) {

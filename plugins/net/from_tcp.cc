@@ -120,7 +120,7 @@ Status FromTcp::read_some(Context ctx, uint64_t id, Conn& c) {
 }
 
 void FromTcp::queue_message(Context ctx, std::string_view message) {
-  if (text_ && !valid_utf8(message)) {
+  if (text_ && !sdk::valid_utf8(message)) {
     warn_sometimes(ctx, invalid_utf8_, "dropped a message that is not valid UTF-8");
     return;
   }
