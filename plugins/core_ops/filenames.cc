@@ -22,17 +22,12 @@ using sdk::Value;
 using sdk::ValueRef;
 
 namespace {
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 // A path as a value: a string when it is valid UTF-8 (strings always are), else its bytes,
 // which still open the same file (a replaced name would not).
 Value path_value(const std::string& p) {
   return sdk::valid_utf8(p) ? Value::string(p) : Value::bytes(p);
 }
 }  // namespace
-
-Filenames::Filenames(const sl_node_init& init) : Filenames(init, config_of(init)) {}
 
 Filenames::Filenames(const sl_node_init& init, const Config& cfg)
     : path_(cfg.get_string("path")),

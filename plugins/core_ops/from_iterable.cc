@@ -41,9 +41,8 @@ void FromIterable::validate(const Config& cfg) {
   }
 }
 
-FromIterable::FromIterable(const sl_node_init& init) {
+FromIterable::FromIterable(const sl_node_init& init, const Config& cfg) {
   const Context ctx(init.ctx);
-  const Config cfg(init);
   std::optional<Value> values = cfg.find_array("values");
   std::optional<Value> json = cfg.find_array("json");
   if (values && json) cfg.fail("values", "and key 'json' are both given: give only one of them");

@@ -24,9 +24,6 @@ using sdk::Value;
 using sdk::ValueRef;
 
 namespace {
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 // Logs at the 1st, 2nd, 4th, 8th... occurrence: visible, but a file full of bad lines
 // cannot flood the log.
 void warn_sometimes(Context ctx, uint64_t& counter, const std::string& what) {
@@ -36,8 +33,6 @@ void warn_sometimes(Context ctx, uint64_t& counter, const std::string& what) {
   }
 }
 }  // namespace
-
-FromTextfile::FromTextfile(const sl_node_init& init) : FromTextfile(init, config_of(init)) {}
 
 FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
     : path_(cfg.get_string("path")),

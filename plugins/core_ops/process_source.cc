@@ -36,9 +36,6 @@ using sdk::Value;
 
 namespace {
 
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 std::vector<std::string> argv_of(const Config& cfg) {
   const Value command = cfg.get_array("command");
   if (command.size() == 0) {
@@ -92,8 +89,6 @@ void split_lines(std::string& partial, std::string_view data, std::vector<std::s
 size_t line_cost(const std::string& line) { return line.size() + 32; }
 
 }  // namespace
-
-FromProcess::FromProcess(const sl_node_init& init) : FromProcess(init, config_of(init)) {}
 
 FromProcess::FromProcess(const sl_node_init& init, const Config& cfg)
     : argv_(argv_of(cfg)),
