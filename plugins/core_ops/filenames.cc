@@ -10,16 +10,9 @@
 #include <vector>
 
 #include "periodic_sources.hpp"
+#include "source_support.hpp"
 
 namespace sluice::core_ops {
-
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
 
 namespace {
 // A path as a value: a string when it is valid UTF-8 (strings always are), else its bytes,
@@ -35,10 +28,7 @@ Filenames::Filenames(const sl_node_init& init, const Config& cfg)
       watch_(cfg.get_bool("watch")),
       emits_(init.task_index == 0) {
   if (path_.empty()) cfg.fail("path", "must not be empty (give a directory or a glob pattern)");
-  if (poll_interval_.count() <= 0) {
-    cfg.fail("poll_interval_ms",
-             "must be positive (got " + std::to_string(poll_interval_.count()) + ")");
-  }
+  require_positive(cfg, "poll_interval_ms", poll_interval_.count());
 }
 
 Status Filenames::start(Context /*ctx*/) {

@@ -6,17 +6,10 @@
 #include <span>
 #include <string>
 
+#include "source_support.hpp"
 #include "sources.hpp"
 
 namespace sluice::core_ops {
-
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
 
 void FromIterable::validate(const Config& cfg) {
   std::optional<Value> values = cfg.find_array("values");

@@ -11,17 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "source_support.hpp"
 #include "sources.hpp"
 
 namespace sluice::core_ops {
-
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
 
 namespace {
 // Logs at the 1st, 2nd, 4th, 8th... occurrence: visible, but a file full of bad lines
@@ -46,16 +39,11 @@ FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
       invalid_utf8_(static_cast<InvalidUtf8>(
           cfg.get_choice("invalid_utf8", {"replace", "bytes", "skip", "fail"}))) {
   const int64_t max_line = cfg.get_int("max_line_bytes");
-  if (max_line <= 0) {
-    cfg.fail("max_line_bytes", "must be positive (got " + std::to_string(max_line) + ")");
-  }
+  require_positive(cfg, "max_line_bytes", max_line);
   max_line_ = static_cast<size_t>(max_line);
   if (path_.empty()) cfg.fail("path", "must not be empty");
   if (delimiter_.empty()) cfg.fail("delimiter", R"(must not be empty ("\n" reads lines))");
-  if (poll_interval_.count() <= 0) {
-    cfg.fail("poll_interval_ms",
-             "must be positive (got " + std::to_string(poll_interval_.count()) + ")");
-  }
+  require_positive(cfg, "poll_interval_ms", poll_interval_.count());
 }
 
 FromTextfile::~FromTextfile() { close_file(); }

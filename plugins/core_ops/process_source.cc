@@ -22,17 +22,11 @@
 #include <vector>
 
 #include "periodic_sources.hpp"
+#include "source_support.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): posix_spawn's envp
 
 namespace sluice::core_ops {
-
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
 
 namespace {
 
@@ -98,9 +92,7 @@ FromProcess::FromProcess(const sl_node_init& init, const Config& cfg)
       runs_(init.task_index == 0),  // one child, no partitions: task 0 runs it
       ctx_(init.ctx) {
   const int64_t max_line = cfg.get_int("max_line_bytes");
-  if (max_line <= 0) {
-    cfg.fail("max_line_bytes", "must be positive (got " + std::to_string(max_line) + ")");
-  }
+  require_positive(cfg, "max_line_bytes", max_line);
   max_line_ = static_cast<size_t>(max_line);
 }
 
