@@ -1,4 +1,4 @@
-// starmap, remove, pluck, flatten, slice and unique.
+// starmap, pluck, flatten, slice and unique.
 #include <sluice/sluice.hpp>
 
 #include <cstdint>
@@ -79,25 +79,6 @@ Status Starmap::process(Context ctx, uint32_t /*input*/, Batch batch) {
   Status st = ctx.emit(messages_);
   out_.clear();
   return st;
-}
-
-// ---- remove -------------------------------------------------------------------------------
-
-Remove::Remove(Context ctx, const Config& cfg) : fn_(bind_callable(ctx, cfg, "function")) {}
-
-Status Remove::process(Context ctx, uint32_t /*input*/, Batch batch) {
-  in_.clear();
-  for (const sl_message& m : batch) in_.push_back(m.value);
-  out_.resize(batch.size());
-  SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in_, out_));
-  kept_.clear();
-  size_t i = 0;
-  for (const sl_message& m : batch) {
-    if (!out_[i++].truthy()) kept_.push_back(m);
-  }
-  out_.clear();
-  if (kept_.empty()) return {};
-  return ctx.emit(kept_);
 }
 
 // ---- pluck --------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // Element-wise and stateful per-element operators of the core_ops plugin (streamz names and
-// parameters): starmap, remove, pluck, flatten, slice, unique (elementwise.cc) and
+// parameters): starmap, pluck, flatten, slice, unique (elementwise.cc) and
 // accumulate, frequencies (accumulate.cc). Each keeps the key, headers and event time of the
 // message its output comes from. The count-based windows are in windows.hpp.
 #pragma once
@@ -66,29 +66,6 @@ class Starmap final : public sdk::Operator {
   std::vector<sdk::Value> items_;
   std::vector<sdk::Value> out_;
   std::vector<sl_message> messages_;
-};
-
-/// `remove`: the elements whose predicate result is falsy (the opposite of filter).
-class Remove final : public sdk::Operator {
- public:
-  static constexpr const char* k_name = "remove";
-  static constexpr const char* k_doc =
-      "Drops the elements for which `function` returns a truthy result and passes the others "
-      "on unchanged (streamz remove: filter(lambda x: not predicate(x))). Truthiness is "
-      "Python's: null, false, 0, 0.0, \"\", empty bytes, arrays and objects are falsy.";
-  static constexpr std::array k_params{
-      sdk::required("function", SL_PARAM_FUNCTION,
-                    "The predicate (or map function whose result is tested for truthiness)."),
-  };
-
-  Remove(sdk::Context ctx, const sdk::Config& cfg);
-  sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
-
- private:
-  sdk::Function fn_;
-  std::vector<sl_value> in_;
-  std::vector<sdk::Value> out_;
-  std::vector<sl_message> kept_;
 };
 
 /// `pluck`: x[pick], or the array of x[p] for each p of a list.

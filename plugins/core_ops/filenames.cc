@@ -10,21 +10,11 @@
 #include <vector>
 
 #include "periodic_sources.hpp"
+#include "source_support.hpp"
 
 namespace sluice::core_ops {
 
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
-
 namespace {
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 // A path as a value: a string when it is valid UTF-8 (strings always are), else its bytes,
 // which still open the same file (a replaced name would not).
 Value path_value(const std::string& p) {
@@ -32,18 +22,13 @@ Value path_value(const std::string& p) {
 }
 }  // namespace
 
-Filenames::Filenames(const sl_node_init& init) : Filenames(init, config_of(init)) {}
-
 Filenames::Filenames(const sl_node_init& init, const Config& cfg)
     : path_(cfg.get_string("path")),
       poll_interval_(cfg.get_duration("poll_interval_ms")),
       watch_(cfg.get_bool("watch")),
       emits_(init.task_index == 0) {
   if (path_.empty()) cfg.fail("path", "must not be empty (give a directory or a glob pattern)");
-  if (poll_interval_.count() <= 0) {
-    cfg.fail("poll_interval_ms",
-             "must be positive (got " + std::to_string(poll_interval_.count()) + ")");
-  }
+  require_positive(cfg, "poll_interval_ms", poll_interval_.count());
 }
 
 Status Filenames::start(Context /*ctx*/) {

@@ -6,17 +6,10 @@
 #include <span>
 #include <string>
 
+#include "source_support.hpp"
 #include "sources.hpp"
 
 namespace sluice::core_ops {
-
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
 
 void FromIterable::validate(const Config& cfg) {
   std::optional<Value> values = cfg.find_array("values");
@@ -41,9 +34,8 @@ void FromIterable::validate(const Config& cfg) {
   }
 }
 
-FromIterable::FromIterable(const sl_node_init& init) {
+FromIterable::FromIterable(const sl_node_init& init, const Config& cfg) {
   const Context ctx(init.ctx);
-  const Config cfg(init);
   std::optional<Value> values = cfg.find_array("values");
   std::optional<Value> json = cfg.find_array("json");
   if (values && json) cfg.fail("values", "and key 'json' are both given: give only one of them");

@@ -11,22 +11,12 @@
 #include <string>
 #include <string_view>
 
+#include "source_support.hpp"
 #include "sources.hpp"
 
 namespace sluice::core_ops {
 
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
-
 namespace {
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 // Logs at the 1st, 2nd, 4th, 8th... occurrence: visible, but a file full of bad lines
 // cannot flood the log.
 void warn_sometimes(Context ctx, uint64_t& counter, const std::string& what) {
@@ -36,8 +26,6 @@ void warn_sometimes(Context ctx, uint64_t& counter, const std::string& what) {
   }
 }
 }  // namespace
-
-FromTextfile::FromTextfile(const sl_node_init& init) : FromTextfile(init, config_of(init)) {}
 
 FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
     : path_(cfg.get_string("path")),
@@ -51,16 +39,11 @@ FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
       invalid_utf8_(static_cast<InvalidUtf8>(
           cfg.get_choice("invalid_utf8", {"replace", "bytes", "skip", "fail"}))) {
   const int64_t max_line = cfg.get_int("max_line_bytes");
-  if (max_line <= 0) {
-    cfg.fail("max_line_bytes", "must be positive (got " + std::to_string(max_line) + ")");
-  }
+  require_positive(cfg, "max_line_bytes", max_line);
   max_line_ = static_cast<size_t>(max_line);
   if (path_.empty()) cfg.fail("path", "must not be empty");
   if (delimiter_.empty()) cfg.fail("delimiter", R"(must not be empty ("\n" reads lines))");
-  if (poll_interval_.count() <= 0) {
-    cfg.fail("poll_interval_ms",
-             "must be positive (got " + std::to_string(poll_interval_.count()) + ")");
-  }
+  require_positive(cfg, "poll_interval_ms", poll_interval_.count());
 }
 
 FromTextfile::~FromTextfile() { close_file(); }

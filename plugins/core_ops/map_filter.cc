@@ -1,4 +1,4 @@
-// map and filter.
+// map, filter and remove.
 #include <sluice/sluice.hpp>
 
 #include <array>
@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "elementwise.hpp"
 #include "functions.hpp"
 #include "map_filter.hpp"
 
@@ -216,6 +217,12 @@ Filter::Filter(Context ctx, const Config& cfg) {
   }
 }
 
+Filter::Filter(Function fn, std::optional<IntKernel> kernel, bool negate)
+    : fn_(std::move(fn)), kernel_(kernel), negate_(negate) {}
+
+Remove::Remove(Context ctx, const Config& cfg)
+    : Filter(bind_callable(ctx, cfg, "function"), IntKernel::of(cfg.get_value("function")), true) {}
+
 Status Filter::process(Context ctx, uint32_t /*input*/, Batch batch) {
   // The chained form over the batch's values, then the kept messages.
   gather_values(batch, in_);
@@ -230,14 +237,22 @@ Status Filter::process(Context ctx, uint32_t /*input*/, Batch batch) {
 
 Status Filter::select_values(Context /*ctx*/, std::span<const sl_value> in,
                              std::span<uint8_t> keep) {
-  if (kernel_ && kernel_->select(in.data(), in.size(), keep.data())) return {};
+  SLUICE_SDK_RETURN_IF_ERROR(test(in, keep));
+  if (negate_) {
+    for (uint8_t& k : keep) k ^= 1;  // test writes 0 or 1
+  }
+  return {};
+}
+
+Status Filter::test(std::span<const sl_value> in, std::span<uint8_t> truthy) {
+  if (kernel_ && kernel_->select(in.data(), in.size(), truthy.data())) return {};
   if (!fn_) {
-    for (size_t i = 0; i < in.size(); ++i) keep[i] = ValueRef(in[i]).truthy() ? 1 : 0;
+    for (size_t i = 0; i < in.size(); ++i) truthy[i] = ValueRef(in[i]).truthy() ? 1 : 0;
     return {};
   }
   out_.resize(in.size());
   SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in, out_));
-  for (size_t i = 0; i < in.size(); ++i) keep[i] = out_[i].truthy() ? 1 : 0;
+  for (size_t i = 0; i < in.size(); ++i) truthy[i] = out_[i].truthy() ? 1 : 0;
   out_.clear();
   return {};
 }

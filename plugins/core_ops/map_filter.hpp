@@ -1,5 +1,6 @@
-// Element-wise operators of the core_ops plugin: map and filter, both driven by a named
-// function and called with its batch form.
+// Element-wise operators of the core_ops plugin: map, filter and remove (a filter with the
+// test negated), driven by a named function and called with its batch form. All three
+// offer operator chaining (map_values / select_values).
 #pragma once
 
 #include <sluice/sluice.hpp>
@@ -72,8 +73,9 @@ class Map final : public sdk::Operator {
   std::vector<sl_message> messages_;
 };
 
-/// `filter`: the elements whose predicate result (or own value) is truthy.
-class Filter final : public sdk::Operator {
+/// `filter`: the elements whose predicate result (or own value) is truthy. `remove` is a
+/// Filter with `negate` set.
+class Filter : public sdk::Operator {
  public:
   static constexpr const char* k_name = "filter";
   static constexpr const char* k_doc =
@@ -93,13 +95,39 @@ class Filter final : public sdk::Operator {
   sdk::Status select_values(sdk::Context ctx, std::span<const sl_value> in,
                             std::span<uint8_t> keep);
 
+ protected:
+  /// Keeps the elements for which `fn` (empty: the element itself) is truthy, or with
+  /// `negate` those for which it is falsy. `kernel` is IntKernel::of(the function's spec).
+  Filter(sdk::Function fn, std::optional<IntKernel> kernel, bool negate);
+
  private:
+  /// truthy[i] = whether fn_(in[i]) (or in[i] itself) is truthy, as 0 or 1.
+  sdk::Status test(std::span<const sl_value> in, std::span<uint8_t> truthy);
+
   sdk::Function fn_;  // empty: test the elements themselves
   std::optional<IntKernel> kernel_;
+  bool negate_ = false;  // remove: keep what the test rejects
   std::vector<sl_value> in_;
   std::vector<sdk::Value> out_;
   std::vector<uint8_t> keep_;
   std::vector<sl_message> kept_;
+};
+
+/// `remove`: the elements whose predicate result is falsy (the opposite of filter).
+class Remove final : public Filter {
+ public:
+  static constexpr const char* k_name = "remove";
+  static constexpr const char* k_doc =
+      "Drops the elements for which `function` returns a truthy result and passes the others "
+      "on unchanged (streamz remove: filter(lambda x: not predicate(x))). Truthiness is "
+      "Python's: null, false, 0, 0.0, \"\", empty bytes, arrays and objects are falsy.";
+  static constexpr std::array k_params{
+      sdk::required("function", SL_PARAM_FUNCTION,
+                    "The predicate (or map function whose result is tested for truthiness)."),
+  };
+
+  /// Binds `function` as bind_callable does (no kind check, unlike filter's).
+  Remove(sdk::Context ctx, const sdk::Config& cfg);
 };
 
 }  // namespace sluice::core_ops

@@ -6,29 +6,17 @@
 #include <string>
 
 #include "periodic_sources.hpp"
+#include "source_support.hpp"
 
 namespace sluice::core_ops {
 
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-using sdk::ValueRef;
-
 namespace {
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 int64_t positive_interval_ns(const Config& cfg, const char* key) {
   const int64_t ms = cfg.get_duration(key).count();
-  if (ms <= 0) cfg.fail(key, "must be positive (got " + std::to_string(ms) + ")");
+  require_positive(cfg, key, ms);
   return ms * 1'000'000;
 }
 }  // namespace
-
-FromPeriodic::FromPeriodic(const sl_node_init& init) : FromPeriodic(init, config_of(init)) {}
 
 FromPeriodic::FromPeriodic(const sl_node_init& init, const Config& cfg)
     : interval_ns_(positive_interval_ns(cfg, "interval_ms")),

@@ -46,7 +46,7 @@ class FromPeriodic final : public sdk::Source {
           .min(0),
   };
 
-  explicit FromPeriodic(const sl_node_init& init);
+  FromPeriodic(const sl_node_init& init, const sdk::Config& cfg);
   sdk::Status start(sdk::Context ctx) override;
   sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
   /// `{ tick = <elements emitted>, next_ns = <time of the next tick> }`.
@@ -55,7 +55,6 @@ class FromPeriodic final : public sdk::Source {
 
  private:
   static constexpr uint64_t k_timer = 1;
-  FromPeriodic(const sl_node_init& init, const sdk::Config& cfg);
 
   int64_t interval_ns_;
   std::optional<sdk::Value> value_;
@@ -91,7 +90,7 @@ class Filenames final : public sdk::Source {
                  "Keep looking for new files; false: emit the current matches, then end."),
   };
 
-  explicit Filenames(const sl_node_init& init);
+  Filenames(const sl_node_init& init, const sdk::Config& cfg);
   sdk::Status start(sdk::Context ctx) override;
   sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
   /// `{ seen = [path, ...] }` (sorted).
@@ -100,7 +99,6 @@ class Filenames final : public sdk::Source {
 
  private:
   static constexpr uint64_t k_timer = 1;
-  Filenames(const sl_node_init& init, const sdk::Config& cfg);
   sdk::Status scan();
 
   std::string path_;
@@ -154,7 +152,7 @@ class FromProcess final : public sdk::Source {
 
   /// Every item of `command` is a string without NUL; the program is not empty.
   static void validate(const sdk::Config& cfg);
-  explicit FromProcess(const sl_node_init& init);
+  FromProcess(const sl_node_init& init, const sdk::Config& cfg);
   ~FromProcess() override;
   FromProcess(const FromProcess&) = delete;
   FromProcess& operator=(const FromProcess&) = delete;
@@ -167,7 +165,6 @@ class FromProcess final : public sdk::Source {
   static constexpr size_t k_max_buffered = size_t{1} << 20;  // bytes of queued lines
   static constexpr size_t k_tail_lines = 10;                 // lines quoted in an error
 
-  FromProcess(const sl_node_init& init, const sdk::Config& cfg);
   /// The reader thread: reads stdout (and stderr), queues lines, reaps the child.
   void read_loop();
   void push_lines(std::vector<std::string>& lines);

@@ -22,22 +22,13 @@
 #include <vector>
 
 #include "periodic_sources.hpp"
+#include "source_support.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): posix_spawn's envp
 
 namespace sluice::core_ops {
 
-using sdk::Config;
-using sdk::Context;
-using sdk::Result;
-using sdk::SourceState;
-using sdk::Status;
-using sdk::Value;
-
 namespace {
-
-// The config of the node being created, for the member initialisers below.
-Config config_of(const sl_node_init& init) { return Config(init); }
 
 std::vector<std::string> argv_of(const Config& cfg) {
   const Value command = cfg.get_array("command");
@@ -93,8 +84,6 @@ size_t line_cost(const std::string& line) { return line.size() + 32; }
 
 }  // namespace
 
-FromProcess::FromProcess(const sl_node_init& init) : FromProcess(init, config_of(init)) {}
-
 FromProcess::FromProcess(const sl_node_init& init, const Config& cfg)
     : argv_(argv_of(cfg)),
       with_stderr_(cfg.get_bool("with_stderr")),
@@ -103,9 +92,7 @@ FromProcess::FromProcess(const sl_node_init& init, const Config& cfg)
       runs_(init.task_index == 0),  // one child, no partitions: task 0 runs it
       ctx_(init.ctx) {
   const int64_t max_line = cfg.get_int("max_line_bytes");
-  if (max_line <= 0) {
-    cfg.fail("max_line_bytes", "must be positive (got " + std::to_string(max_line) + ")");
-  }
+  require_positive(cfg, "max_line_bytes", max_line);
   max_line_ = static_cast<size_t>(max_line);
 }
 

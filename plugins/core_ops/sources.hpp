@@ -32,7 +32,7 @@ class FromIterable final : public sdk::Source {
 
   /// One of `values` and `json`; every `json` item parses.
   static void validate(const sdk::Config& cfg);
-  explicit FromIterable(const sl_node_init& init);
+  FromIterable(const sl_node_init& init, const sdk::Config& cfg);
 
   sdk::Result<sdk::SourceState> poll(sdk::Context ctx, uint32_t budget) override;
   /// The position: `{ next = <index of the next element to emit> }`.
@@ -91,7 +91,7 @@ class FromTextfile final : public sdk::Source {
           .one_of("replace|bytes|skip|fail"),
   };
 
-  explicit FromTextfile(const sl_node_init& init);
+  FromTextfile(const sl_node_init& init, const sdk::Config& cfg);
   ~FromTextfile() override;
   FromTextfile(const FromTextfile&) = delete;
   FromTextfile& operator=(const FromTextfile&) = delete;
@@ -106,7 +106,6 @@ class FromTextfile final : public sdk::Source {
  private:
   static constexpr uint64_t k_follow_timer = 1;
 
-  FromTextfile(const sl_node_init& init, const sdk::Config& cfg);
   static constexpr size_t k_chunk = size_t{64} * 1024;
   /// Bytes one poll reads at most before it returns (then `more`): a file without
   /// delimiters must not keep the task from its timers, stops and checkpoints.

@@ -53,8 +53,6 @@ constexpr uint64_t k_sweep_timer = 1;  // timer 0 is ServerSource's accept retry
 // but only this much.
 constexpr size_t k_max_discard = size_t{4} * 1024 * 1024;
 
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 const char* reason_of(int status) {
   switch (status) {
     case 100: return "Continue";
@@ -91,8 +89,6 @@ struct FromHttpServer::Conn {
     return reader.between_requests() && out.empty() && !waiting && !close_after && !discarding;
   }
 };
-
-FromHttpServer::FromHttpServer(const sl_node_init& init) : FromHttpServer(init, config_of(init)) {}
 
 FromHttpServer::FromHttpServer(const sl_node_init& init, const Config& cfg)
     : ServerSource(init, cfg, k_name),
@@ -309,7 +305,7 @@ void FromHttpServer::handle_request(Conn& c) {
     Value element;
     if (format_ == Format::bytes) {
       element = Value::bytes(body);
-    } else if (!valid_utf8(body)) {
+    } else if (!sdk::valid_utf8(body)) {
       respond(c, 400, "the body is not valid UTF-8\n", !c.keep_alive);
       return;
     } else if (format_ == Format::text) {

@@ -32,8 +32,6 @@ constexpr size_t k_fair_share = size_t{256} * 1024;
 // What a queued message costs beyond its bytes (so floods of empty messages are bounded).
 constexpr size_t k_message_overhead = 32;
 
-Config config_of(const sl_node_init& init) { return Config(init); }
-
 size_t positive(const Config& cfg, const char* key) {
   const int64_t v = cfg.get_int(key);
   if (v < 1) cfg.fail(key, "must be at least 1 (got " + std::to_string(v) + ")");
@@ -41,8 +39,6 @@ size_t positive(const Config& cfg, const char* key) {
 }
 
 }  // namespace
-
-FromTcp::FromTcp(const sl_node_init& init) : FromTcp(init, config_of(init)) {}
 
 FromTcp::FromTcp(const sl_node_init& init, const Config& cfg)
     : ServerSource(init, cfg, k_name),
@@ -120,7 +116,7 @@ Status FromTcp::read_some(Context ctx, uint64_t id, Conn& c) {
 }
 
 void FromTcp::queue_message(Context ctx, std::string_view message) {
-  if (text_ && !valid_utf8(message)) {
+  if (text_ && !sdk::valid_utf8(message)) {
     warn_sometimes(ctx, invalid_utf8_, "dropped a message that is not valid UTF-8");
     return;
   }

@@ -54,7 +54,7 @@ class FromTcp final : public ServerSource {
           .min(1),
   };
 
-  explicit FromTcp(const sl_node_init& init);
+  FromTcp(const sl_node_init& init, const sdk::Config& cfg);
   ~FromTcp() override;
   FromTcp(const FromTcp&) = delete;
   FromTcp& operator=(const FromTcp&) = delete;
@@ -71,7 +71,6 @@ class FromTcp final : public ServerSource {
     int fd = -1;
     std::string partial;  // bytes after the last delimiter
   };
-  FromTcp(const sl_node_init& init, const sdk::Config& cfg);
   /// Reads what is there (up to a fair share), queues complete messages, and re-arms the
   /// watch unless the buffer is full (then the connection waits in paused_).
   sdk::Status read_some(sdk::Context ctx, uint64_t id, Conn& c);
@@ -151,7 +150,7 @@ class FromHttpServer final : public ServerSource {
       cfg.fail("path", "must start with '/' (got \"" + path.substr(0, 64) + "\")");
     }
   }
-  explicit FromHttpServer(const sl_node_init& init);
+  FromHttpServer(const sl_node_init& init, const sdk::Config& cfg);
   ~FromHttpServer() override;
   FromHttpServer(const FromHttpServer&) = delete;
   FromHttpServer& operator=(const FromHttpServer&) = delete;
@@ -173,7 +172,6 @@ class FromHttpServer final : public ServerSource {
     sdk::Value body;
   };
   enum class Format { text, bytes, json };
-  FromHttpServer(const sl_node_init& init, const sdk::Config& cfg);
   /// connection_ready's work; connection_ready turns anything thrown into a closed connection.
   sdk::Status serve(sdk::Context ctx, uint64_t id, uint32_t ready);
   [[nodiscard]] std::chrono::milliseconds sweep_period() const noexcept;

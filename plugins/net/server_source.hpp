@@ -1,6 +1,6 @@
 // What from_tcp and from_http_server share: a non-blocking listening socket watched on
 // the task's own event loop (Context::io_watch, ABI 1.1), accepting up to
-// max_connections clients, and small helpers (UTF-8 check, rate-limited warnings).
+// max_connections clients, and small helpers (closing a socket, rate-limited warnings).
 //
 // Threading: everything runs on the task's executor thread, in the node's callbacks; the
 // plugin has no thread of its own.
@@ -13,12 +13,8 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace sluice::net {
-
-/// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
-bool valid_utf8(std::string_view s) noexcept;
 
 /// Closes `fd` when open and sets it to -1.
 void close_fd(int& fd) noexcept;

@@ -49,8 +49,7 @@ std::string task_path(const Config& cfg, const sl_node_init& init) {
 
 }  // namespace
 
-SinkToTextfile::SinkToTextfile(const sl_node_init& init) : ctx_(init.ctx) {
-  const Config cfg(init);
+SinkToTextfile::SinkToTextfile(const sl_node_init& init, const Config& cfg) : ctx_(init.ctx) {
   path_ = task_path(cfg, init);
   json_ = cfg.get_choice("format", {"json", "text"}) == 0;
   append_ = cfg.get_bool("append");

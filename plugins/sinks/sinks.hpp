@@ -77,7 +77,7 @@ class SinkToTextfile final : public sdk::Sink {
                            " tasks, so that each task writes its own file");
     }
   }
-  explicit SinkToTextfile(const sl_node_init& init);
+  SinkToTextfile(const sl_node_init& init, const sdk::Config& cfg);
   ~SinkToTextfile() override;
   SinkToTextfile(const SinkToTextfile&) = delete;
   SinkToTextfile& operator=(const SinkToTextfile&) = delete;

@@ -124,7 +124,7 @@ class Converter {
         return Value::floating(lua_tonumber(L_, index));
       case LUA_TSTRING: {
         const std::string_view s = string_at(L_, index);
-        return valid_utf8(s) ? Value::string(s) : Value::bytes(s);
+        return sdk::valid_utf8(s) ? Value::string(s) : Value::bytes(s);
       }
       case LUA_TUSERDATA: return userdata(index);
       case LUA_TTABLE: return table(index, depth);
@@ -289,7 +289,5 @@ class Converter {
 void push_value(lua_State* L, sl_value v) { push_at_depth(L, v, 0); }
 
 Result<Value> to_value(lua_State* L, int index) { return Converter(L).convert(index, 0); }
-
-bool valid_utf8(std::string_view s) noexcept { return sdk::valid_utf8(s); }
 
 }  // namespace sluice::host::lua

@@ -20,8 +20,6 @@
 
 #include <sluice/sluice.h>
 
-#include <string_view>
-
 struct lua_State;
 
 namespace sluice::host::lua {
@@ -36,8 +34,5 @@ void push_value(lua_State* L, sl_value v);
 // The value at stack index `index`. Raises no Lua error and leaves the stack
 // as it found it.
 [[nodiscard]] Result<Value> to_value(lua_State* L, int index);
-
-// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates).
-[[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
 
 }  // namespace sluice::host::lua

@@ -121,6 +121,32 @@ TEST(JsonUtf8, EscapedLoneSurrogatesDecodeToReplacementCharacters) {
   }
 }
 
+// The one UTF-8 check of the host (Lua strings, JSON) and the plugins (from_textfile,
+// from_tcp, from_http_server, ...): well-formed means no overlong form, no surrogate, nothing
+// past U+10FFFF and no truncated sequence.
+TEST(Utf8, ValidationRejectsOverlongsSurrogatesAndCodePointsPastTheLast) {
+  EXPECT_TRUE(sdk::valid_utf8(""));
+  EXPECT_TRUE(sdk::valid_utf8("plain"));
+  EXPECT_TRUE(sdk::valid_utf8("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_TRUE(sdk::valid_utf8("\xc2\x80\xdf\xbf"));                  // U+0080, U+07FF
+  EXPECT_TRUE(sdk::valid_utf8("\xe0\xa0\x80\xef\xbf\xbf"));          // U+0800, U+FFFF
+  EXPECT_TRUE(sdk::valid_utf8("\xed\x9f\xbf\xee\x80\x80"));          // U+D7FF, U+E000
+  EXPECT_TRUE(sdk::valid_utf8("\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"));  // U+10000, U+10FFFF
+  EXPECT_FALSE(sdk::valid_utf8("\xc3"));                             // truncated
+  EXPECT_FALSE(sdk::valid_utf8("\xf0\x9f\x98"));                     // truncated
+  EXPECT_FALSE(sdk::valid_utf8("\xc0\xaf"));                         // overlong '/'
+  EXPECT_FALSE(sdk::valid_utf8("\xc1\xbf"));                         // overlong
+  EXPECT_FALSE(sdk::valid_utf8("\xe0\x9f\xbf"));                     // overlong U+07FF
+  EXPECT_FALSE(sdk::valid_utf8("\xf0\x8f\xbf\xbf"));                 // overlong U+FFFF
+  EXPECT_FALSE(sdk::valid_utf8("\xed\xa0\x80"));                     // surrogate
+  EXPECT_FALSE(sdk::valid_utf8("\xed\xbf\xbf"));                     // surrogate
+  EXPECT_FALSE(sdk::valid_utf8("\xf4\x90\x80\x80"));                 // past U+10FFFF
+  EXPECT_FALSE(sdk::valid_utf8("\xf5\x80\x80\x80"));                 // past U+10FFFF
+  EXPECT_FALSE(sdk::valid_utf8("\xf8\x88\x80\x80\x80"));
+  EXPECT_FALSE(sdk::valid_utf8("\x80"));
+  EXPECT_FALSE(sdk::valid_utf8("\xff"));
+}
+
 // sdk::valid_utf8 checks ASCII 16 and 8 bytes at a time: a non-ASCII byte at every
 // position of strings up to 40 bytes must be found as a sequence-by-sequence check does.
 TEST(JsonUtf8, FastAsciiPathAgreesWithTheSequenceCheck) {

@@ -1,5 +1,5 @@
 // Operator chaining (host/src/executor/operator_chain.cc) with the real core_ops plugin:
-// a run of map/filter nodes runs over bare values through map_values / select_values.
+// a run of map/filter/remove nodes runs over bare values through map_values / select_values.
 // What a user checks: the sink gets the same values, keys, headers and event times as
 // when each operator runs through process (nodes with on_error = "skip" are never chained,
 // so the same pipeline with it is the reference), every node's message counters are the
@@ -194,6 +194,45 @@ TEST_F(OperatorChainTest, ChainedNodesGiveWhatProcessGives) {
   for (const char* id : {"inc", "big", "text", "nonempty", "last"}) {
     EXPECT_GT(chained.timed_calls[id], 0u) << id;
   }
+}
+
+// core_ops' remove is a filter with its test negated: it offers select_values, so a run of
+// removes chains as filters do (through the int kernel and through a bound function), and
+// chained it gives what process gives.
+TEST_F(OperatorChainTest, RemoveChainsAsFilterDoes) {
+  for (const char* type : {"filter", "remove"}) {
+    const NodeTypeInfo* info = registry_.find_node_type(type);
+    ASSERT_NE(info, nullptr) << type;
+    EXPECT_NE(info->vtable.select_values, nullptr) << type;
+  }
+  const auto pipeline = [](const std::string& policy) {
+    std::string ops;
+    auto op = [&](const char* id, const char* type, const char* input, const char* fn) {
+      ops += std::string("[operators.") + id + "]\ntype = \"" + type + "\"\ninputs = [\"" + input +
+             "\"]\nfunction = " + fn + "\n" + policy + "\n";
+    };
+    op("inc", "map", "src", "{ name = \"add\", args = { value = 1 } }");
+    op("small", "remove", "inc", "{ name = \"gt\", args = { value = 40 } }");   // compare kernel
+    op("even", "remove", "small", "{ name = \"mod\", args = { value = 2 } }");  // arithmetic
+    op("text", "map", "even", "\"to_string\"");
+    op("not8", "remove", "text", "{ name = \"eq\", args = { value = \"8\" } }");  // bound fn
+    return "[runtime]\nbatch_size = 7\n[sources.src]\ntype = \"keyed\"\nn = 50\n" + ops +
+           "[sinks.out]\ntype = \"record\"\ninputs = [\"not8\"]\n";
+  };
+  Outcome chained = run(pipeline(""));
+  Outcome reference = run(pipeline("on_error = \"skip\""));  // never chained
+  ASSERT_TRUE(chained.status.is_ok()) << chained.status.message();
+  ASSERT_TRUE(reference.status.is_ok()) << reference.status.message();
+  // 1..50, not > 40, not odd, as strings, not "8": "2", "4", "6", "10", ..., "40".
+  ASSERT_EQ(chained.sinks["out"].size(), 19u);
+  EXPECT_EQ(chained.sinks["out"].front(), "\"2\" \"k1\" 1001 {\"h\":1}");
+  EXPECT_EQ(chained.sinks["out"][3], "\"10\" \"k9\" 1009 {\"h\":9}");
+  EXPECT_EQ(chained.sinks["out"].back(), "\"40\" \"k39\" 1039 {\"h\":39}");
+  EXPECT_EQ(chained.sinks, reference.sinks);
+  EXPECT_EQ(chained.counters, reference.counters);
+  EXPECT_EQ(chained.counters["small"], std::make_pair(uint64_t{50}, uint64_t{40}));
+  EXPECT_EQ(chained.counters["even"], std::make_pair(uint64_t{40}, uint64_t{20}));
+  EXPECT_EQ(chained.counters["not8"], std::make_pair(uint64_t{20}, uint64_t{19}));
 }
 
 TEST_F(OperatorChainTest, BareValuesFromEmitValuesGoStraightIntoAChain) {

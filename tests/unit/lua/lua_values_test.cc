@@ -145,17 +145,6 @@ TEST_F(LuaValues, BytesArriveAsStringsAndLeaveByContent) {
   EXPECT_EQ(call("'\\xff'", {Value::null()})->kind(), SL_KIND_BYTES);
 }
 
-TEST(LuaUtf8, Validation) {
-  EXPECT_TRUE(valid_utf8(""));
-  EXPECT_TRUE(valid_utf8("plain"));
-  EXPECT_TRUE(valid_utf8("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
-  EXPECT_FALSE(valid_utf8("\xc3"));              // truncated
-  EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
-  EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));      // surrogate
-  EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
-  EXPECT_FALSE(valid_utf8("\x80"));
-}
-
 TEST_F(LuaValues, ResultCountRules) {
   EXPECT_EQ(call_json("function(x) end", {Value::integer(1)}), "null");
   EXPECT_EQ(call_json("nil", {Value::integer(1)}), "null");

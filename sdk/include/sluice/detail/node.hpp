@@ -278,7 +278,9 @@ struct NodeTrampolines {
   static T* self_of(void* self) noexcept { return static_cast<T*>(self); }
 
   static T* construct(const sl_node_init& init) {
-    if constexpr (std::is_constructible_v<T, const sl_node_init&>) {
+    if constexpr (std::is_constructible_v<T, const sl_node_init&, const Config&>) {
+      return new T(init, Config(init));
+    } else if constexpr (std::is_constructible_v<T, const sl_node_init&>) {
       return new T(init);
     } else if constexpr (std::is_constructible_v<T, Context, const Config&>) {
       return new T(Context(init.ctx), Config(init));
@@ -287,7 +289,7 @@ struct NodeTrampolines {
     } else {
       static_assert(k_always_false<T>,
                     "a node type needs a constructor (Context, const Config&), "
-                    "(const sl_node_init&) or ()");
+                    "(const sl_node_init&, const Config&), (const sl_node_init&) or ()");
     }
   }
 
@@ -500,7 +502,11 @@ inline constexpr sl_node_type k_node_type = make_node_type<T>();
 ///  - optionally `static constexpr uint32_t k_flags` (SL_NODE_STATEFUL: snapshot/restore
 ///    are wired), `k_min_inputs` / `k_max_inputs` (defaults: 1/1; sources 0/0);
 ///  - a constructor `(Context, const Config&)`, `(const sl_node_init&)` or `()`; a
-///    throwing constructor (e.g. Config::fail) makes create fail with that status;
+///    throwing constructor (e.g. Config::fail) makes create fail with that status. A node
+///    that needs more of the sl_node_init than the Context (its task_index, say) and reads
+///    its config in member initialisers takes `(const sl_node_init&, const Config&)`: the
+///    Config is Config(init), alive for the constructor call. Since: SDK 1.2
+///    (header-only, any host);
 ///  - optionally `static void validate(const Config& cfg)` (ABI 1.2): the checks of the
 ///    constructor that the k_params constraints cannot express (cross-key rules, input
 ///    references, text that must parse), throwing with Config::fail. `sluiced validate`
