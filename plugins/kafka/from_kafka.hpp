@@ -91,7 +91,10 @@ namespace sluice::kafka {
                  "enable.auto.commit = true, and keys set through other parameters.")
 
 /// Everything of a Kafka consumer source; from_kafka and from_kafka_batched differ only in
-/// how poll() shapes what it emits.
+/// how poll() shapes what it emits. Defined in from_kafka.cc (options, clients, start, timers,
+/// close), from_kafka_poll.cc (messages: take, convert, emit; lag; end of the stream),
+/// from_kafka_group.cc (group mode), from_kafka_manual.cc (manual mode) and
+/// from_kafka_checkpoint.cc (checkpoints, OffsetSource).
 class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSource {
  public:
   /// Stateful: the checkpoint holds the position (next offset) of every partition read.
@@ -110,7 +113,7 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   sdk::Status finish(sdk::Context ctx) override;
   void stop(sdk::Context ctx) override;
 
-  // Checkpoints (docs/KAFKA.md "Delivery guarantees").
+  // Checkpoints (docs/KAFKA.md "Delivery guarantees"; from_kafka_checkpoint.cc).
   sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
   sdk::Status checkpoint_commit(sdk::Context ctx, uint64_t epoch) override;
@@ -163,7 +166,7 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   // ClientEvents: the dead-letter producer's delivery reports.
   void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m) override;
 
-  // Group mode.
+  // Group mode (from_kafka_group.cc).
   void on_rebalance_event(rd_kafka_resp_err_t err,
                           rd_kafka_topic_partition_list_t* parts) override {
     on_rebalance(err, parts);
@@ -182,12 +185,13 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// Positions as [[topic, partition, next_offset], ...] from a snapshot value.
   static sdk::Result<std::map<TopicPartition, int64_t>> parse_positions(sdk::ValueRef state);
 
-  // OffsetSource (an exactly-once to_kafka of the same task).
+  // OffsetSource (an exactly-once to_kafka of the same task; from_kafka_checkpoint.cc).
   rd_kafka_consumer_group_metadata_t* group_metadata() override;
   PartitionListPtr positions() override;
   std::string describe() const override;
 
-  // Manual mode (no group): metadata on a helper thread, partitions started on our queue.
+  // Manual mode (no group; from_kafka_manual.cc): metadata on a helper thread, partitions
+  // started on our queue.
   void request_metadata();
   sdk::Status apply_metadata(sdk::Context ctx);
   [[nodiscard]] bool topic_wanted(const std::string& topic) const;
