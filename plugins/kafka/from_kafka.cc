@@ -62,42 +62,11 @@ int64_t ms_between(std::chrono::steady_clock::time_point from,
 // ---------------------------------------------------------------------------
 // Construction and start
 
-void KafkaSource::validate(const Config& cfg) {
-  const Value topics = cfg.get_array("topics");
-  for (size_t i = 0; i < topics.size(); ++i) {
-    const Value t = topics[i];
-    if (!t.is_string() || t.as_str().empty()) {
-      cfg.fail("topics", "item " + std::to_string(i) + " must be a non-empty string (got " +
-                             t.to_json() + ")");
-    }
-    const std::string name(t.as_str());
-    if (name.front() == '^') {
-      regex_t re;
-      if (regcomp(&re, name.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
-        cfg.fail("topics", "item " + std::to_string(i) +
-                               " is not a valid regular expression (POSIX extended)");
-      }
-      regfree(&re);
-      if (!cfg.has("group_id") && cfg.get_duration("refresh_ms").count() == 0) {
-        cfg.fail("refresh_ms", "must be positive when `topics` has a `^` pattern and no group_id");
-      }
-    }
-  }
-  const bool dead_letter = cfg.get_string("on_error") == "dead_letter";
-  const std::optional<std::string> dlq = cfg.find_string("dead_letter_topic");
-  if (dead_letter && (!dlq || dlq->empty())) {
-    cfg.fail("dead_letter_topic", "is required when on_error = \"dead_letter\"");
-  }
-  if (!dead_letter && dlq) {
-    cfg.fail("dead_letter_topic", "is used only with on_error = \"dead_letter\"");
-  }
-  // The user's librdkafka properties, checked on a configuration object of their own.
-  static_cast<void>(make_conf(cfg, "localhost:9092", 0, {}));
-}
-
-KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
-    : ctx_(init.ctx), batched_(batched), shared_(std::make_shared<Shared>()) {
-  const Config cfg(init);
+KafkaSource::Options KafkaSource::parse_options(const Config& cfg) {
+  Options o;
+  o.brokers = cfg.get_string("brokers");
+  o.group_id = cfg.find_string("group_id");
+  o.refresh = cfg.get_duration("refresh_ms");
   const Value topics = cfg.get_array("topics");
   if (topics.size() == 0) cfg.fail("topics", "must name at least one topic");
   for (size_t i = 0; i < topics.size(); ++i) {
@@ -107,65 +76,77 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
                              t.to_json() + ")");
     }
     std::string name(t.as_str());
-    if (name.front() == '^') {
-      regex_t re;
-      if (regcomp(&re, name.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
-        cfg.fail("topics", "item " + std::to_string(i) + " \"" + name +
-                               "\" is not a valid regular expression (POSIX extended)");
-      }
-      regfree(&re);
-      patterns_.push_back(std::move(name));
-    } else {
-      topics_.push_back(std::move(name));
+    if (name.front() != '^') {
+      o.topics.push_back(std::move(name));
+      continue;
     }
+    regex_t re;
+    if (regcomp(&re, name.c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
+      cfg.fail("topics",
+               "item " + std::to_string(i) + " is not a valid regular expression (POSIX extended)");
+    }
+    regfree(&re);
+    if (!o.group_id && o.refresh.count() == 0) {
+      cfg.fail("refresh_ms", "must be positive when `topics` has a `^` pattern and no group_id");
+    }
+    o.patterns.push_back(std::move(name));
   }
-  group_id_ = cfg.find_string("group_id");
-  if (group_id_ && group_id_->empty()) cfg.fail("group_id", "must not be empty");
-  start_ = static_cast<Start>(cfg.get_choice("start", {"committed", "earliest", "latest"}));
-  format_ = static_cast<Format>(cfg.get_choice("value_format", {"bytes", "string", "json"}));
-  on_error_ = static_cast<OnError>(cfg.get_choice("on_error", {"fail", "skip", "dead_letter"}));
-  dead_letter_topic_ = cfg.find_string("dead_letter_topic");
-  if (on_error_ == OnError::dead_letter && (!dead_letter_topic_ || dead_letter_topic_->empty())) {
+  o.on_error = static_cast<OnError>(cfg.get_choice("on_error", {"fail", "skip", "dead_letter"}));
+  o.dead_letter_topic = cfg.find_string("dead_letter_topic");
+  if (o.on_error == OnError::dead_letter &&
+      (!o.dead_letter_topic || o.dead_letter_topic->empty())) {
     cfg.fail("dead_letter_topic", "is required when on_error = \"dead_letter\"");
   }
-  if (on_error_ != OnError::dead_letter && dead_letter_topic_) {
+  if (o.on_error != OnError::dead_letter && o.dead_letter_topic) {
     cfg.fail("dead_letter_topic", "is used only with on_error = \"dead_letter\"");
   }
-  keys_ = cfg.get_bool("keys");
-  if (batched_) {
-    max_batch_size_ = cfg.get_int("max_batch_size");
-    if (max_batch_size_ <= 0) {
-      cfg.fail("max_batch_size", "must be positive (got " + std::to_string(max_batch_size_) + ")");
-    }
+  // The k_params constraints check these before validate; an older host (ABI < 1.2) does not.
+  if (o.group_id && o.group_id->empty()) cfg.fail("group_id", "must not be empty");
+  o.start = static_cast<Start>(cfg.get_choice("start", {"committed", "earliest", "latest"}));
+  o.format = static_cast<Format>(cfg.get_choice("value_format", {"bytes", "string", "json"}));
+  o.keys = cfg.get_bool("keys");
+  // Declared by from_kafka_batched only (the host refuses undeclared keys).
+  if (const std::optional<int64_t> n = cfg.find_int("max_batch_size")) {
+    if (*n <= 0) cfg.fail("max_batch_size", "must be positive (got " + std::to_string(*n) + ")");
+    o.max_batch_size = *n;
   }
-  poll_interval_ = cfg.get_duration("poll_interval_ms");
-  if (poll_interval_.count() == 0) cfg.fail("poll_interval_ms", "must be positive");
-  refresh_ = cfg.get_duration("refresh_ms");
-  commit_interval_ = cfg.get_duration("commit_interval_ms");
-  if (commit_interval_.count() == 0) cfg.fail("commit_interval_ms", "must be positive");
-  end_grace_ = cfg.get_duration("end_grace_ms");
-  close_timeout_ = cfg.get_duration("close_timeout_ms");
-  stop_at_end_ = cfg.get_bool("stop_at_end");
+  o.poll_interval = cfg.get_duration("poll_interval_ms");
+  if (o.poll_interval.count() == 0) cfg.fail("poll_interval_ms", "must be positive");
+  o.commit_interval = cfg.get_duration("commit_interval_ms");
+  if (o.commit_interval.count() == 0) cfg.fail("commit_interval_ms", "must be positive");
+  o.end_grace = cfg.get_duration("end_grace_ms");
+  o.close_timeout = cfg.get_duration("close_timeout_ms");
+  o.stop_at_end = cfg.get_bool("stop_at_end");
   const int64_t held_kb = cfg.get_int("max_held_kbytes");
   if (held_kb < 0) cfg.fail("max_held_kbytes", "must not be negative");
-  max_held_bytes_ = held_kb * 1024;
-  if (!patterns_.empty() && !group_id_ && refresh_.count() == 0) {
-    cfg.fail("refresh_ms", "must be positive when `topics` has a `^` pattern and no group_id");
-  }
+  o.max_held_bytes = held_kb * 1024;
+  return o;
+}
+
+void KafkaSource::validate(const Config& cfg) {
+  static_cast<void>(parse_options(cfg));
+  // The user's librdkafka properties, checked on a configuration object of their own.
+  static_cast<void>(make_conf(cfg, "localhost:9092", 0, {}));
+}
+
+KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
+    : ctx_(init.ctx), batched_(batched), shared_(std::make_shared<Shared>()) {
+  const Config cfg(init);
+  opts_ = parse_options(cfg);
 
   const InitCheckpointInfo cp = checkpoint_info(init);
   checkpointing_known_ = cp.known;
   checkpointing_ = cp.checkpointing;
   link_key_ = TaskLink::key(cp.pipeline, init.task_index);
 
-  brokers_ = resolve_brokers(cfg.get_string("brokers"));
+  brokers_ = resolve_brokers(opts_.brokers);
   id_ = NodeRegistry::add(init.ctx, this);
   // The mock cluster creates topics on first mention with its own partition count; create
   // the named ones first with one partition, so a pipeline's order is the topic's order.
-  for (const auto& t : topics_) create_embedded_topic(brokers_, t, 1);
+  for (const auto& t : opts_.topics) create_embedded_topic(brokers_, t, 1);
 
-  const std::string refresh_text = std::to_string(std::max<int64_t>(refresh_.count(), 1000));
-  const char* reset = start_ == Start::latest ? "latest" : "earliest";
+  const std::string refresh_text = std::to_string(std::max<int64_t>(opts_.refresh.count(), 1000));
+  const char* reset = opts_.start == Start::latest ? "latest" : "earliest";
   // A consumer must not create the topics it reads (a typo would make a topic). The embedded
   // cluster has the topics made above and does not support the setting (it warns).
   const char* no_auto_create = brokers_.embedded() ? "true" : "false";
@@ -186,7 +167,7 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
   char err[512];
   rd_kafka_conf_set(conf.get(), "enable.partition.eof", "true", err, sizeof err);
   if (group_mode()) {
-    rd_kafka_conf_set(conf.get(), "group.id", group_id_->c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf.get(), "group.id", opts_.group_id->c_str(), err, sizeof err);
     rd_kafka_conf_set(conf.get(), "enable.auto.commit", "false", err, sizeof err);
     rd_kafka_conf_set(conf.get(), "enable.auto.offset.store", "false", err, sizeof err);
     route_rebalances(conf.get());
@@ -195,7 +176,7 @@ KafkaSource::KafkaSource(const sl_node_init& init, bool batched)
   rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, std::move(conf), "consumer");
   shared_->handle = std::make_shared<Handle>(rk, brokers_.cluster);
 
-  if (on_error_ == OnError::dead_letter) {
+  if (opts_.on_error == OnError::dead_letter) {
     ConfPtr pconf = make_conf(cfg, brokers_.bootstrap, id_, {{"enable.idempotence", "true"}});
     route_delivery_reports(pconf.get());
     dlq_ = new_client(RD_KAFKA_PRODUCER, std::move(pconf), "dead-letter producer");
@@ -227,12 +208,12 @@ Status KafkaSource::start(Context ctx) {
                                  rd_kafka_err2str(e));
     }
     queue_.reset(rd_kafka_queue_get_consumer(rk()));
-    PartitionListPtr subs(
-        rd_kafka_topic_partition_list_new(static_cast<int>(topics_.size() + patterns_.size())));
-    for (const auto& t : topics_) {
+    PartitionListPtr subs(rd_kafka_topic_partition_list_new(
+        static_cast<int>(opts_.topics.size() + opts_.patterns.size())));
+    for (const auto& t : opts_.topics) {
       rd_kafka_topic_partition_list_add(subs.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
     }
-    for (const auto& p : patterns_) {
+    for (const auto& p : opts_.patterns) {
       rd_kafka_topic_partition_list_add(subs.get(), p.c_str(), RD_KAFKA_PARTITION_UA);
     }
     if (rd_kafka_resp_err_t e = rd_kafka_subscribe(rk(), subs.get());
@@ -247,13 +228,13 @@ Status KafkaSource::start(Context ctx) {
     request_metadata();
   }
   rd_kafka_queue_cb_event_enable(queue_.get(), &wake_from_queue_event, opaque_of(id_));
-  SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_poll_timer, poll_interval_));
+  SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_poll_timer, opts_.poll_interval));
   // With checkpoints, offsets are committed only in checkpoint_commit.
   if (group_mode() && !checkpointing_) {
-    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_commit_timer, commit_interval_));
+    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_commit_timer, opts_.commit_interval));
   }
-  if (!group_mode() && refresh_.count() > 0) {
-    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_refresh_timer, refresh_));
+  if (!group_mode() && opts_.refresh.count() > 0) {
+    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_refresh_timer, opts_.refresh));
   }
   return {};
 }
@@ -286,15 +267,15 @@ Status KafkaSource::on_timer(Context ctx, uint64_t timer_id) {
     case k_poll_timer:
       ctx.wake();
       if (!closed_) report_lag(ctx);  // also while back-pressure keeps poll() from running
-      return ctx.timer_start(k_poll_timer, poll_interval_);
+      return ctx.timer_start(k_poll_timer, opts_.poll_interval);
     case k_commit_timer:
       if (closed_ || checkpointing_) return {};
       SLUICE_SDK_RETURN_IF_ERROR(commit(true));
-      return ctx.timer_start(k_commit_timer, commit_interval_);
+      return ctx.timer_start(k_commit_timer, opts_.commit_interval);
     case k_refresh_timer:
       if (closed_) return {};
       request_metadata();
-      return ctx.timer_start(k_refresh_timer, refresh_);
+      return ctx.timer_start(k_refresh_timer, opts_.refresh);
     case k_grace_timer: ctx.wake(); return {};
     default: return {};
   }
@@ -315,7 +296,7 @@ Status KafkaSource::close(Context ctx) {
   ctx.timer_cancel(k_commit_timer);
   ctx.timer_cancel(k_refresh_timer);
   ctx.timer_cancel(k_grace_timer);
-  const auto deadline = std::chrono::steady_clock::now() + close_timeout_;
+  const auto deadline = std::chrono::steady_clock::now() + opts_.close_timeout;
   Status st;
   if (group_mode()) {
     // With checkpoints the group's offsets move only with a stored checkpoint: what was

@@ -100,7 +100,7 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// Stateful: the checkpoint holds the position (next offset) of every partition read.
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
 
-  /// The cross-key rules of the constructor and the `config` table (no client is made).
+  /// What the constructor checks (parse_options) and the `config` table; makes no client.
   static void validate(const sdk::Config& cfg);
   KafkaSource(const sl_node_init& init, bool batched);
   ~KafkaSource() override;
@@ -140,11 +140,35 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// Most messages taken from librdkafka in one call.
   static constexpr size_t k_consume_chunk = 1024;
 
+  /// The node's keys, read and checked.
+  struct Options {
+    std::string brokers;                // as written ("embedded" or a bootstrap list)
+    std::vector<std::string> topics;    // names
+    std::vector<std::string> patterns;  // names starting with '^' (regular expressions)
+    std::optional<std::string> group_id;
+    Start start = Start::committed;
+    Format format = Format::bytes;
+    OnError on_error = OnError::fail;
+    std::optional<std::string> dead_letter_topic;
+    bool keys = false;
+    int64_t max_batch_size = 1;  // from_kafka_batched
+    std::chrono::milliseconds poll_interval{};
+    std::chrono::milliseconds refresh{};
+    std::chrono::milliseconds commit_interval{};
+    std::chrono::milliseconds end_grace{};
+    std::chrono::milliseconds close_timeout{};
+    bool stop_at_end = false;
+    int64_t max_held_bytes = 0;
+  };
+  /// Reads the keys and checks the rules between them (throws with Config::fail); the
+  /// `config` table is left to make_conf. Makes no client.
+  static Options parse_options(const sdk::Config& cfg);
+
   // ClientEvents: librdkafka's error_cb, served inside our own polls.
   void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
 
   [[nodiscard]] rd_kafka_t* rk() const noexcept { return shared_->handle->get(); }
-  [[nodiscard]] bool group_mode() const noexcept { return group_id_.has_value(); }
+  [[nodiscard]] bool group_mode() const noexcept { return opts_.group_id.has_value(); }
 
   /// Up to `size` consumed messages or events (err set), in queue order, into `out`; the
   /// count (non-blocking; 0 when none).
@@ -209,23 +233,8 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   sdk::Context ctx_;
   bool batched_;
   uint64_t id_ = 0;  // NodeRegistry id (the clients' opaque)
+  Options opts_;
   Brokers brokers_;
-  std::vector<std::string> topics_;
-  std::vector<std::string> patterns_;  // names without the leading '^' are in topics_
-  std::optional<std::string> group_id_;
-  Start start_;
-  Format format_;
-  OnError on_error_;
-  std::optional<std::string> dead_letter_topic_;
-  bool keys_;
-  int64_t max_batch_size_ = 1;
-  std::chrono::milliseconds poll_interval_;
-  std::chrono::milliseconds refresh_;
-  std::chrono::milliseconds commit_interval_;
-  std::chrono::milliseconds end_grace_;
-  std::chrono::milliseconds close_timeout_;
-  bool stop_at_end_;
-  int64_t max_held_bytes_;
 
   std::shared_ptr<Shared> shared_;
   QueuePtr queue_;             // where messages arrive (consumer queue, or ours in manual mode)

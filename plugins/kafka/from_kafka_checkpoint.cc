@@ -45,7 +45,7 @@ Result<Value> KafkaSource::snapshot(Context ctx) {
   // still to come) are carried forward: the operators' state counts everything before them.
   for (const auto& [tp, next] : restored_) add(tp, next);
   snapshot_ = processed_;
-  return Value::object({{"group", group_id_ ? Value::string(*group_id_) : Value()},
+  return Value::object({{"group", opts_.group_id ? Value::string(*opts_.group_id) : Value()},
                         {"positions", Value::array(std::span<const Value>(items))}});
 }
 
@@ -74,9 +74,9 @@ Status KafkaSource::restore(Context ctx, ValueRef state) {
   SLUICE_SDK_ASSIGN_OR_RETURN(restored_, parse_positions(state));
   std::optional<Value> group = state.get("group");
   const std::string saved = group && group->is_string() ? std::string(group->as_str()) : "";
-  if (saved != group_id_.value_or("")) {
+  if (saved != opts_.group_id.value_or("")) {
     ctx.log_warn("the checkpoint was taken with group_id '" + saved + "', now '" +
-                 group_id_.value_or("") + "': its positions are used all the same");
+                 opts_.group_id.value_or("") + "': its positions are used all the same");
   }
   std::string text;
   for (const auto& [tp, next] : restored_) {
@@ -114,9 +114,9 @@ Result<bool> KafkaSource::checkpoint_recover(Context ctx, uint64_t epoch, ValueR
     rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second);
   }
   const rd_kafka_resp_err_t e = rd_kafka_committed(
-      rk(), list.get(), static_cast<int>(std::max<int64_t>(close_timeout_.count(), 1)));
+      rk(), list.get(), static_cast<int>(std::max<int64_t>(opts_.close_timeout.count(), 1)));
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return unavailable("from_kafka: cannot read group '" + *group_id_ +
+    return unavailable("from_kafka: cannot read group '" + *opts_.group_id +
                        "''s committed offsets to decide whether checkpoint " +
                        std::to_string(epoch) + " was committed: " + rd_kafka_err2str(e));
   }
@@ -157,7 +157,7 @@ PartitionListPtr KafkaSource::positions() {
 
 std::string KafkaSource::describe() const {
   return "node '" + std::string(ctx_.node_id()) + "'" +
-         (group_id_ ? " (group '" + *group_id_ + "')" : "");
+         (opts_.group_id ? " (group '" + *opts_.group_id + "')" : "");
 }
 
 }  // namespace sluice::kafka

@@ -37,8 +37,8 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
           processed_[tp] = r->second;
           restored_.erase(r);
         } else {
-          if (start_ == Start::earliest) p.offset = RD_KAFKA_OFFSET_BEGINNING;
-          if (start_ == Start::latest) p.offset = RD_KAFKA_OFFSET_END;
+          if (opts_.start == Start::earliest) p.offset = RD_KAFKA_OFFSET_BEGINNING;
+          if (opts_.start == Start::latest) p.offset = RD_KAFKA_OFFSET_END;
         }
       }
       assigned_.insert(tp);
@@ -141,11 +141,11 @@ Status KafkaSource::commit_positions(const std::map<TopicPartition, int64_t>& po
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return unavailable(std::string("from_kafka: cannot commit offsets: ") + rd_kafka_err2str(e));
   }
-  rd_kafka_event_t* ev =
-      rd_kafka_queue_poll(q.get(), static_cast<int>(std::max<int64_t>(close_timeout_.count(), 1)));
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(
+      q.get(), static_cast<int>(std::max<int64_t>(opts_.close_timeout.count(), 1)));
   if (ev == nullptr) {
     return unavailable("from_kafka: committing offsets took longer than close_timeout_ms (" +
-                       std::to_string(close_timeout_.count()) + " ms)");
+                       std::to_string(opts_.close_timeout.count()) + " ms)");
   }
   Status st;
   const rd_kafka_resp_err_t ev_err = rd_kafka_event_error(ev);

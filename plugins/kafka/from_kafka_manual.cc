@@ -39,8 +39,8 @@ bool posix_match(const std::string& pattern, const std::string& text) {
 }  // namespace
 
 bool KafkaSource::topic_wanted(const std::string& topic) const {
-  if (std::find(topics_.begin(), topics_.end(), topic) != topics_.end()) return true;
-  return std::any_of(patterns_.begin(), patterns_.end(),
+  if (std::find(opts_.topics.begin(), opts_.topics.end(), topic) != opts_.topics.end()) return true;
+  return std::any_of(opts_.patterns.begin(), opts_.patterns.end(),
                      [&](const std::string& p) { return posix_match(p, topic); });
 }
 
@@ -87,7 +87,7 @@ Status KafkaSource::apply_metadata(Context ctx) {
     ctx.log_warn(status.message() + " (brokers \"" + brokers_.bootstrap + "\"); retrying");
     return ctx.timer_start(k_refresh_timer, std::chrono::milliseconds(1000));
   }
-  for (const auto& t : topics_) {
+  for (const auto& t : opts_.topics) {
     if (topics.count(t) == 0) {
       return sdk::not_found("from_kafka: topic '" + t + "' does not exist on \"" +
                             brokers_.bootstrap + "\"");
@@ -105,7 +105,8 @@ Status KafkaSource::apply_metadata(Context ctx) {
     for (int32_t p = 0; p < count; ++p) {
       const TopicPartition tp{topic, p};
       if (assigned_.count(tp) != 0) continue;
-      int64_t offset = start_ == Start::latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+      int64_t offset =
+          opts_.start == Start::latest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
       if (auto r = restored_.find(tp); r != restored_.end()) {
         offset = r->second;  // the checkpoint's position
         processed_[tp] = r->second;

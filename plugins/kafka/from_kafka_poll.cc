@@ -61,7 +61,7 @@ Status KafkaSource::on_event_message(const rd_kafka_message_t* m) {
   if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
       m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
     // Only a topic named in `topics` must exist; patterns wait for matching topics.
-    if (std::find(topics_.begin(), topics_.end(), topic) != topics_.end()) {
+    if (std::find(opts_.topics.begin(), opts_.topics.end(), topic) != opts_.topics.end()) {
       return sdk::not_found("from_kafka: topic '" + topic + "' does not exist on \"" +
                             brokers_.bootstrap + "\" (" + reason + ")");
     }
@@ -90,7 +90,7 @@ ssize_t KafkaSource::next_messages(rd_kafka_message_t** out, size_t size) {
 Result<Value> KafkaSource::decode_value(rd_kafka_message_t* m, bool& owns_message) {
   if (m->payload == nullptr) return Value();  // a tombstone
   const auto* data = static_cast<const char*>(m->payload);
-  switch (format_) {
+  switch (opts_.format) {
     case Format::string:
       // Strings are valid UTF-8 (docs/ARCHITECTURE.md): another payload does not decode.
       if (!sdk::valid_utf8({data, m->len})) {
@@ -109,7 +109,7 @@ Result<Value> KafkaSource::decode_value(rd_kafka_message_t* m, bool& owns_messag
   // A small payload is copied: one allocation and a short memcpy cost less than wrapping
   // (a HeldMessage, the wrapping block, two atomic updates and a release callback), and the
   // librdkafka message (with its share of the fetch buffer) is freed at once.
-  if (size <= k_copy_max_bytes || shared_->held_bytes.load() + size > max_held_bytes_) {
+  if (size <= k_copy_max_bytes || shared_->held_bytes.load() + size > opts_.max_held_bytes) {
     return Value::bytes(data, m->len);
   }
   shared_->held_bytes.fetch_add(size);
@@ -162,7 +162,7 @@ Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka
     const std::string reason = value.status().message() + " (" + tp_name(topic, m->partition) +
                                " offset " + std::to_string(m->offset) + ")";
     mark_processed({topic, m->partition}, m->offset);  // handled: never read again
-    switch (on_error_) {
+    switch (opts_.on_error) {
       case OnError::fail: return sdk::invalid_argument("from_kafka: " + reason);
       case OnError::skip:
         ctx_.log_warn("skipped a message: " + reason);
@@ -173,7 +173,7 @@ Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka
     }
   }
   sl_message out{};
-  if (keys_) {
+  if (opts_.keys) {
     out.value = Value::object({{"key", key},
                                {"value", std::move(*value)},
                                {"topic", Value::string(topic)},
@@ -203,7 +203,7 @@ Status KafkaSource::dead_letter(const rd_kafka_message_t* m, const std::string& 
                       static_cast<ssize_t>(node.size()));
   std::array<rd_kafka_vu_t, 5> vu{};
   vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
-  vu[0].u.cstr = dead_letter_topic_->c_str();
+  vu[0].u.cstr = opts_.dead_letter_topic->c_str();
   vu[1].vtype = RD_KAFKA_VTYPE_VALUE;
   vu[1].u.mem = {m->payload, m->len};
   vu[2].vtype = RD_KAFKA_VTYPE_KEY;
@@ -214,8 +214,8 @@ Status KafkaSource::dead_letter(const rd_kafka_message_t* m, const std::string& 
   vu[4].u.headers = hdrs.get();
   ErrorPtr e(rd_kafka_produceva(dlq_, vu.data(), vu.size()));
   if (e) {
-    return unavailable("from_kafka: cannot produce to dead-letter topic '" + *dead_letter_topic_ +
-                       "': " + rd_kafka_error_string(e.get()));
+    return unavailable("from_kafka: cannot produce to dead-letter topic '" +
+                       *opts_.dead_letter_topic + "': " + rd_kafka_error_string(e.get()));
   }
   static_cast<void>(hdrs.release());  // librdkafka owns them now
   return {};
@@ -283,7 +283,7 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
   if (dlq_ != nullptr) rd_kafka_poll(dlq_, 0);
 
   const size_t limit = batched_ ? static_cast<size_t>(std::max<uint32_t>(budget, 1)) *
-                                      static_cast<size_t>(max_batch_size_)
+                                      static_cast<size_t>(opts_.max_batch_size)
                                 : std::max<uint32_t>(budget, 1);
   // One librdkafka call per chunk rather than per message: each call takes the queue's
   // lock and (consumer) reads the clock for max.poll.interval.ms.
@@ -338,7 +338,7 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
       }
       out.clear();
     };
-    const bool plain = format_ == Format::bytes && !keys_;
+    const bool plain = opts_.format == Format::bytes && !opts_.keys;
     for (size_t i = 0; i < msgs.size(); ++i) {
       rd_kafka_message_t* m = msgs[i];
       if (!runs.empty() && runs.back().rkt == m->rkt && runs.back().partition == m->partition) {
@@ -370,7 +370,7 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
 
   report_lag(ctx);
   if (!drained) return SourceState::more;
-  if (stop_at_end_ && at_end(ctx)) {
+  if (opts_.stop_at_end && at_end(ctx)) {
     SLUICE_SDK_RETURN_IF_ERROR(close(ctx));
     done_ = true;
     return SourceState::done;
@@ -393,8 +393,9 @@ Status KafkaSource::emit_batched(Context ctx, std::vector<rd_kafka_message_t*>& 
   Status st;
   for (const TopicPartition& tp : order) {
     std::vector<rd_kafka_message_t*>& list = by_tp[tp];
-    for (size_t begin = 0; begin < list.size(); begin += static_cast<size_t>(max_batch_size_)) {
-      const size_t end = std::min(list.size(), begin + static_cast<size_t>(max_batch_size_));
+    for (size_t begin = 0; begin < list.size();
+         begin += static_cast<size_t>(opts_.max_batch_size)) {
+      const size_t end = std::min(list.size(), begin + static_cast<size_t>(opts_.max_batch_size));
       if (!st.is_ok()) {
         for (size_t i = begin; i < end; ++i) rd_kafka_message_destroy(list[i]);
         continue;
@@ -445,7 +446,7 @@ bool KafkaSource::at_end(Context ctx) {
   }
   const int64_t now = ctx.now_ns();
   if (all_at_end_since_ns_ < 0) all_at_end_since_ns_ = now;
-  const int64_t grace_ns = end_grace_.count() * 1'000'000;
+  const int64_t grace_ns = opts_.end_grace.count() * 1'000'000;
   if (now - all_at_end_since_ns_ >= grace_ns) return true;
   static_cast<void>(ctx.timer_start(
       k_grace_timer, std::chrono::nanoseconds(grace_ns - (now - all_at_end_since_ns_))));
@@ -458,7 +459,7 @@ bool KafkaSource::at_end(Context ctx) {
 void KafkaSource::on_delivery(rd_kafka_t* /*rk*/, const rd_kafka_message_t* m) {
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR || !failure_.is_ok()) return;
   failure_ = unavailable("from_kafka: a message could not be delivered to dead-letter topic '" +
-                         *dead_letter_topic_ + "': " + rd_kafka_err2str(m->err));
+                         *opts_.dead_letter_topic + "': " + rd_kafka_err2str(m->err));
 }
 
 }  // namespace sluice::kafka
