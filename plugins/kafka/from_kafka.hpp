@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,80 +25,99 @@
 
 namespace sluice::kafka {
 
+namespace detail {
+template <class T, size_t N, size_t M, size_t... I>
+constexpr std::array<T, N + M> join_params(const std::array<T, N>& a, const std::array<T, M>& b,
+                                           std::index_sequence<I...> /*unused*/) {
+  return {(I < N ? a[I] : b[I - N])...};
+}
+}  // namespace detail
+
+/// `a` then `b`, as one array: a node's k_params made of a shared part and its own keys.
+/// (sdk::Param has no default constructor, hence the index sequence.)
+template <class T, size_t N, size_t M>
+constexpr std::array<T, N + M> join_params(const std::array<T, N>& a, const std::array<T, M>& b) {
+  return detail::join_params(a, b, std::make_index_sequence<N + M>{});
+}
+
 /// The config keys both sources share.
-#define SLUICE_KAFKA_SOURCE_PARAMS                                                                \
-  sdk::required("brokers", SL_PARAM_STRING,                                                       \
-                "Bootstrap servers, \"host:port,host:port\"; \"embedded\" starts librdkafka's "   \
-                "mock cluster inside the process (shared by all nodes saying \"embedded\")."),    \
-      sdk::required("topics", SL_PARAM_ARRAY,                                                     \
-                    "Topic names; a name starting with `^` is a regular expression (POSIX "       \
-                    "extended) matched against every topic, also topics created later.")          \
-          .non_empty(),                                                                           \
-      sdk::param("group_id", SL_PARAM_STRING, nullptr,                                            \
-                 "Consumer group: partitions are shared with the group's other members and "      \
-                 "offsets are committed to it. Without it every partition of the topics is "      \
-                 "read and nothing is committed.")                                                \
-          .non_empty(),                                                                           \
-      sdk::param("start", SL_PARAM_STRING, "\"committed\"",                                       \
-                 "Where to begin in a partition first assigned: \"committed\" (the group's "      \
-                 "committed offset, else the earliest; without group_id: the earliest), "         \
-                 "\"earliest\" or \"latest\".")                                                   \
-          .one_of("committed|earliest|latest"),                                                   \
-      sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",                                    \
-                 "When idle, look for messages at least this often (librdkafka also wakes the "   \
-                 "source as soon as messages arrive).")                                           \
-          .min(1),                                                                                \
-      sdk::param("keys", SL_PARAM_BOOL, "false",                                                  \
-                 "Emit {key, value, topic, partition, offset, timestamp, headers} objects "       \
-                 "instead of bare values."),                                                      \
-      sdk::param("value_format", SL_PARAM_STRING, "\"bytes\"",                                    \
-                 "\"bytes\" (as streamz; payloads over 512 bytes are not copied), \"string\" "    \
-                 "(UTF-8 text: another payload does not decode) or \"json\" (parsed; a "          \
-                 "decode failure is handled by `on_error`).")                                     \
-          .one_of("bytes|string|json"),                                                           \
-      sdk::param("on_error", SL_PARAM_STRING, "\"fail\"",                                         \
-                 "A message whose value does not decode: \"fail\" the node, \"skip\" it (with a " \
-                 "warning), or \"dead_letter\": produce it unchanged to `dead_letter_topic` "     \
-                 "with the reason in header `sluice.error`.")                                     \
-          .one_of("fail|skip|dead_letter"),                                                       \
-      sdk::param("dead_letter_topic", SL_PARAM_STRING, nullptr,                                   \
-                 "Topic (same brokers) for on_error = \"dead_letter\"."),                         \
-      sdk::param("refresh_ms", SL_PARAM_DURATION, "30000",                                        \
-                 "How often to look for new partitions and topics matching a `^` pattern "        \
-                 "(streamz refresh_partitions; topic.metadata.refresh.interval.ms with a "        \
-                 "group). 0: never (without a group)."),                                          \
-      sdk::param("commit_interval_ms", SL_PARAM_DURATION, "5000",                                 \
-                 "With a group: commit the offsets of processed messages this often (and "        \
-                 "always when partitions are revoked and at the end). Not used with a "           \
-                 "[checkpoint] table: offsets are then committed with each checkpoint.")          \
-          .min(1),                                                                                \
-      sdk::param("stop_at_end", SL_PARAM_BOOL, "false",                                           \
-                 "End the stream once every assigned partition is at its end (like `kcat -e`), "  \
-                 "so `sluiced run` can exit by itself."),                                         \
-      sdk::param("end_grace_ms", SL_PARAM_DURATION, "0",                                          \
-                 "With stop_at_end: the partitions must stay at their end this long (a producer " \
-                 "in the same pipeline may still be writing)."),                                  \
-      sdk::param("max_held_kbytes", SL_PARAM_INT, "16384",                                        \
-                 "Payloads are handed downstream without copying while the values still held "    \
-                 "downstream total less than this; past it they are copied, so a buffering "      \
-                 "operator never pins librdkafka's fetch buffers without bound.")                 \
-          .min(0),                                                                                \
-      sdk::param("close_timeout_ms", SL_PARAM_DURATION, "10000",                                  \
-                 "Bound on the final commit and on leaving the group at the end."),               \
-      sdk::param("config", SL_PARAM_TABLE, "{}",                                                  \
-                 "librdkafka properties passed unchanged (values as strings; numbers and bools "  \
-                 "converted). Refused: keys that load code (plugin.library.paths, "               \
-                 "ssl.engine.location, ssl.providers, sasl.kerberos.kinit.cmd), "                 \
-                 "enable.auto.commit = true, and keys set through other parameters.")
+inline constexpr std::array k_source_params{
+    sdk::required("brokers", SL_PARAM_STRING,
+                  "Bootstrap servers, \"host:port,host:port\"; \"embedded\" starts librdkafka's "
+                  "mock cluster inside the process (shared by all nodes saying \"embedded\")."),
+    sdk::required("topics", SL_PARAM_ARRAY,
+                  "Topic names; a name starting with `^` is a regular expression (POSIX "
+                  "extended) matched against every topic, also topics created later.")
+        .non_empty(),
+    sdk::param("group_id", SL_PARAM_STRING, nullptr,
+               "Consumer group: partitions are shared with the group's other members and "
+               "offsets are committed to it. Without it every partition of the topics is "
+               "read and nothing is committed.")
+        .non_empty(),
+    sdk::param("start", SL_PARAM_STRING, "\"committed\"",
+               "Where to begin in a partition first assigned: \"committed\" (the group's "
+               "committed offset, else the earliest; without group_id: the earliest), "
+               "\"earliest\" or \"latest\".")
+        .one_of("committed|earliest|latest"),
+    sdk::param("poll_interval_ms", SL_PARAM_DURATION, "100",
+               "When idle, look for messages at least this often (librdkafka also wakes the "
+               "source as soon as messages arrive).")
+        .min(1),
+    sdk::param("keys", SL_PARAM_BOOL, "false",
+               "Emit {key, value, topic, partition, offset, timestamp, headers} objects "
+               "instead of bare values."),
+    sdk::param("value_format", SL_PARAM_STRING, "\"bytes\"",
+               "\"bytes\" (as streamz; payloads over 512 bytes are not copied), \"string\" "
+               "(UTF-8 text: another payload does not decode) or \"json\" (parsed; a "
+               "decode failure is handled by `on_error`).")
+        .one_of("bytes|string|json"),
+    sdk::param("on_error", SL_PARAM_STRING, "\"fail\"",
+               "A message whose value does not decode: \"fail\" the node, \"skip\" it (with a "
+               "warning), or \"dead_letter\": produce it unchanged to `dead_letter_topic` "
+               "with the reason in header `sluice.error`.")
+        .one_of("fail|skip|dead_letter"),
+    sdk::param("dead_letter_topic", SL_PARAM_STRING, nullptr,
+               "Topic (same brokers) for on_error = \"dead_letter\"."),
+    sdk::param("refresh_ms", SL_PARAM_DURATION, "30000",
+               "How often to look for new partitions and topics matching a `^` pattern "
+               "(streamz refresh_partitions; topic.metadata.refresh.interval.ms with a "
+               "group). 0: never (without a group)."),
+    sdk::param("commit_interval_ms", SL_PARAM_DURATION, "5000",
+               "With a group: commit the offsets of processed messages this often (and "
+               "always when partitions are revoked and at the end). Not used with a "
+               "[checkpoint] table: offsets are then committed with each checkpoint.")
+        .min(1),
+    sdk::param("stop_at_end", SL_PARAM_BOOL, "false",
+               "End the stream once every assigned partition is at its end (like `kcat -e`), "
+               "so `sluiced run` can exit by itself."),
+    sdk::param("end_grace_ms", SL_PARAM_DURATION, "0",
+               "With stop_at_end: the partitions must stay at their end this long (a producer "
+               "in the same pipeline may still be writing)."),
+    sdk::param("max_held_kbytes", SL_PARAM_INT, "16384",
+               "Payloads are handed downstream without copying while the values still held "
+               "downstream total less than this; past it they are copied, so a buffering "
+               "operator never pins librdkafka's fetch buffers without bound.")
+        .min(0),
+    sdk::param("close_timeout_ms", SL_PARAM_DURATION, "10000",
+               "Bound on the final commit and on leaving the group at the end."),
+    sdk::param("config", SL_PARAM_TABLE, "{}",
+               "librdkafka properties passed unchanged (values as strings; numbers and bools "
+               "converted). Refused: keys that load code (plugin.library.paths, "
+               "ssl.engine.location, ssl.providers, sasl.kerberos.kinit.cmd), "
+               "enable.auto.commit = true, and keys set through other parameters."),
+};
 
 /// Everything of a Kafka consumer source; from_kafka and from_kafka_batched differ only in
-/// how poll() shapes what it emits.
+/// how poll() shapes what it emits. Defined in from_kafka.cc (options, clients, start, timers,
+/// close), from_kafka_poll.cc (messages: take, convert, emit; lag; end of the stream),
+/// from_kafka_group.cc (group mode), from_kafka_manual.cc (manual mode) and
+/// from_kafka_checkpoint.cc (checkpoints, OffsetSource).
 class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSource {
  public:
   /// Stateful: the checkpoint holds the position (next offset) of every partition read.
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
 
-  /// The cross-key rules of the constructor and the `config` table (no client is made).
+  /// What the constructor checks (parse_options) and the `config` table; makes no client.
   static void validate(const sdk::Config& cfg);
   KafkaSource(const sl_node_init& init, bool batched);
   ~KafkaSource() override;
@@ -110,7 +130,7 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   sdk::Status finish(sdk::Context ctx) override;
   void stop(sdk::Context ctx) override;
 
-  // Checkpoints (docs/KAFKA.md "Delivery guarantees").
+  // Checkpoints (docs/KAFKA.md "Delivery guarantees"; from_kafka_checkpoint.cc).
   sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
   sdk::Status checkpoint_commit(sdk::Context ctx, uint64_t epoch) override;
@@ -137,11 +157,35 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// Most messages taken from librdkafka in one call.
   static constexpr size_t k_consume_chunk = 1024;
 
+  /// The node's keys, read and checked.
+  struct Options {
+    std::string brokers;                // as written ("embedded" or a bootstrap list)
+    std::vector<std::string> topics;    // names
+    std::vector<std::string> patterns;  // names starting with '^' (regular expressions)
+    std::optional<std::string> group_id;
+    Start start = Start::committed;
+    Format format = Format::bytes;
+    OnError on_error = OnError::fail;
+    std::optional<std::string> dead_letter_topic;
+    bool keys = false;
+    int64_t max_batch_size = 1;  // from_kafka_batched
+    std::chrono::milliseconds poll_interval{};
+    std::chrono::milliseconds refresh{};
+    std::chrono::milliseconds commit_interval{};
+    std::chrono::milliseconds end_grace{};
+    std::chrono::milliseconds close_timeout{};
+    bool stop_at_end = false;
+    int64_t max_held_bytes = 0;
+  };
+  /// Reads the keys and checks the rules between them (throws with Config::fail); the
+  /// `config` table is left to make_conf. Makes no client.
+  static Options parse_options(const sdk::Config& cfg);
+
   // ClientEvents: librdkafka's error_cb, served inside our own polls.
   void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
 
   [[nodiscard]] rd_kafka_t* rk() const noexcept { return shared_->handle->get(); }
-  [[nodiscard]] bool group_mode() const noexcept { return group_id_.has_value(); }
+  [[nodiscard]] bool group_mode() const noexcept { return opts_.group_id.has_value(); }
 
   /// Up to `size` consumed messages or events (err set), in queue order, into `out`; the
   /// count (non-blocking; 0 when none).
@@ -163,7 +207,7 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   // ClientEvents: the dead-letter producer's delivery reports.
   void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m) override;
 
-  // Group mode.
+  // Group mode (from_kafka_group.cc).
   void on_rebalance_event(rd_kafka_resp_err_t err,
                           rd_kafka_topic_partition_list_t* parts) override {
     on_rebalance(err, parts);
@@ -182,12 +226,13 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// Positions as [[topic, partition, next_offset], ...] from a snapshot value.
   static sdk::Result<std::map<TopicPartition, int64_t>> parse_positions(sdk::ValueRef state);
 
-  // OffsetSource (an exactly-once to_kafka of the same task).
+  // OffsetSource (an exactly-once to_kafka of the same task; from_kafka_checkpoint.cc).
   rd_kafka_consumer_group_metadata_t* group_metadata() override;
   PartitionListPtr positions() override;
   std::string describe() const override;
 
-  // Manual mode (no group): metadata on a helper thread, partitions started on our queue.
+  // Manual mode (no group; from_kafka_manual.cc): metadata on a helper thread, partitions
+  // started on our queue.
   void request_metadata();
   sdk::Status apply_metadata(sdk::Context ctx);
   [[nodiscard]] bool topic_wanted(const std::string& topic) const;
@@ -205,23 +250,8 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   sdk::Context ctx_;
   bool batched_;
   uint64_t id_ = 0;  // NodeRegistry id (the clients' opaque)
+  Options opts_;
   Brokers brokers_;
-  std::vector<std::string> topics_;
-  std::vector<std::string> patterns_;  // names without the leading '^' are in topics_
-  std::optional<std::string> group_id_;
-  Start start_;
-  Format format_;
-  OnError on_error_;
-  std::optional<std::string> dead_letter_topic_;
-  bool keys_;
-  int64_t max_batch_size_ = 1;
-  std::chrono::milliseconds poll_interval_;
-  std::chrono::milliseconds refresh_;
-  std::chrono::milliseconds commit_interval_;
-  std::chrono::milliseconds end_grace_;
-  std::chrono::milliseconds close_timeout_;
-  bool stop_at_end_;
-  int64_t max_held_bytes_;
 
   std::shared_ptr<Shared> shared_;
   QueuePtr queue_;             // where messages arrive (consumer queue, or ours in manual mode)
@@ -284,7 +314,7 @@ class FromKafka final : public KafkaSource {
       "table the positions are in the checkpoint, restored on restart, and committed only "
       "with stored checkpoints. Never blocks the task: librdkafka's threads wake the source. "
       "See docs/KAFKA.md.";
-  static constexpr std::array k_params{SLUICE_KAFKA_SOURCE_PARAMS};
+  static constexpr std::array k_params = k_source_params;
   explicit FromKafka(const sl_node_init& init) : KafkaSource(init, false) {}
 };
 
@@ -297,12 +327,11 @@ class FromKafkaBatched final : public KafkaSource {
       "values (or key objects) of ONE partition: one element per partition per poll that found "
       "messages (streamz from_kafka_batched). The element's timestamp is its last message's. "
       "The offsets of a batch are committed after the whole array was processed downstream.";
-  static constexpr std::array k_params{
-      SLUICE_KAFKA_SOURCE_PARAMS,
-      sdk::param("max_batch_size", SL_PARAM_INT, "10000",
-                 "Most messages in one emitted array (streamz max_batch_size).")
-          .min(1),
-  };
+  static constexpr std::array k_params = join_params(
+      k_source_params,
+      std::array{sdk::param("max_batch_size", SL_PARAM_INT, "10000",
+                            "Most messages in one emitted array (streamz max_batch_size).")
+                     .min(1)});
   explicit FromKafkaBatched(const sl_node_init& init) : KafkaSource(init, true) {}
 };
 

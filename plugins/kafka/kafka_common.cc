@@ -146,6 +146,24 @@ void post_from_queue_event(rd_kafka_t* /*rk*/, void* opaque) {
   NodeRegistry::post_once(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(opaque)));
 }
 
+sdk::Status client_error(sdk::Context ctx, std::string_view prefix, const std::string& bootstrap,
+                         rd_kafka_t* rk, int err, const char* reason) {
+  const auto code = static_cast<rd_kafka_resp_err_t>(err);
+  std::string msg = std::string("Kafka ") + rd_kafka_name(rk) + " error " +
+                    rd_kafka_err2name(code) + ": " + reason;
+  if (code == RD_KAFKA_RESP_ERR__FATAL) {
+    char fatal[512];
+    rd_kafka_fatal_error(rk, fatal, sizeof fatal);
+    return sdk::internal_error(std::string(prefix) + "fatal " + msg + ": " + fatal);
+  }
+  if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || code == RD_KAFKA_RESP_ERR__TRANSPORT ||
+      code == RD_KAFKA_RESP_ERR__RESOLVE) {
+    msg += " (brokers \"" + bootstrap + "\"; librdkafka keeps retrying with backoff)";
+  }
+  ctx.log_error(msg);
+  return {};
+}
+
 void log_to_host(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   // syslog levels: 0-3 error, 4 warning, 5-6 info (notice, info), 7 debug.
   const int32_t sl_level = level <= 3   ? SL_LOG_ERROR

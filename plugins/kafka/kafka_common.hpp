@@ -92,6 +92,15 @@ class ClientEvents {
   ClientEvents& operator=(const ClientEvents&) = default;
 };
 
+/// librdkafka's error callback as the sources and to_kafka handle it (the body of their
+/// on_client_error; the checkpoint store's own warns and keeps the error). A fatal error is
+/// returned, as INTERNAL "<prefix>fatal Kafka <client> error <NAME>: <reason>: <librdkafka's
+/// fatal reason>", for the node to fail with; any other is logged on `ctx` (a connection error
+/// names `bootstrap` and says that librdkafka keeps retrying) and OK is returned. On the
+/// executor thread (see ClientEvents).
+sdk::Status client_error(sdk::Context ctx, std::string_view prefix, const std::string& bootstrap,
+                         rd_kafka_t* rk, int err, const char* reason);
+
 class NodeRegistry {
  public:
   /// A fresh id bound to `ctx` and `events` (thread-safe).

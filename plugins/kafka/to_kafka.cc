@@ -180,20 +180,8 @@ Status ToKafka::start(Context ctx) {
 }
 
 void ToKafka::on_client_error(rd_kafka_t* rk, int err, const char* reason) {
-  const auto code = static_cast<rd_kafka_resp_err_t>(err);
-  std::string msg = std::string("Kafka ") + rd_kafka_name(rk) + " error " +
-                    rd_kafka_err2name(code) + ": " + reason;
-  if (code == RD_KAFKA_RESP_ERR__FATAL) {
-    char fatal[512];
-    rd_kafka_fatal_error(rk, fatal, sizeof fatal);
-    if (failure_.is_ok()) failure_ = sdk::internal_error("to_kafka: fatal " + msg + ": " + fatal);
-    return;
-  }
-  if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || code == RD_KAFKA_RESP_ERR__TRANSPORT ||
-      code == RD_KAFKA_RESP_ERR__RESOLVE) {
-    msg += " (brokers \"" + brokers_.bootstrap + "\"; librdkafka keeps retrying with backoff)";
-  }
-  ctx_.log_error(msg);
+  Status st = client_error(ctx_, "to_kafka: ", brokers_.bootstrap, rk, err, reason);
+  if (!st.is_ok() && failure_.is_ok()) failure_ = std::move(st);
 }
 
 void ToKafka::delivery_report(rd_kafka_t* rk, const rd_kafka_message_t* m, void* /*opaque*/) {
