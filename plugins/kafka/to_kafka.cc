@@ -31,6 +31,23 @@ std::string path_text(const std::vector<Value>& path) {
 
 }  // namespace
 
+std::string ToKafka::partitioner(const Config& cfg) {
+  if (config_sets(cfg, "partitioner")) {
+    cfg.fail("config",
+             "entry 'partitioner' is managed by the plugin: set `partitioner` instead (default "
+             "\"murmur2_random\", the Java producer's partitioning)");
+  }
+  std::string name = cfg.get_string("partitioner");
+  const std::string_view choices(k_partitioners);
+  for (size_t at = 0; at <= choices.size();) {
+    const size_t bar = std::min(choices.find('|', at), choices.size());
+    if (choices.substr(at, bar - at) == name) return name;
+    at = bar + 1;
+  }
+  cfg.fail("partitioner",
+           "must be one of " + std::string(choices) + " (got \"" + name.substr(0, 64) + "\")");
+}
+
 void ToKafka::validate(const Config& cfg) {
   if (std::optional<Value> key = cfg.find_value("key")) {
     std::vector<Value> path;
@@ -63,7 +80,9 @@ void ToKafka::validate(const Config& cfg) {
   } else if (cfg.find_string("transactional_id")) {
     cfg.fail("transactional_id", "is used only with exactly_once = true");
   }
-  static_cast<void>(make_conf(cfg, "localhost:9092", 0, {{"enable.idempotence", "true"}}));
+  const std::string part = partitioner(cfg);
+  static_cast<void>(make_conf(cfg, "localhost:9092", 0,
+                              {{"enable.idempotence", "true"}, {"partitioner", part.c_str()}}));
 }
 
 ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
@@ -87,6 +106,7 @@ ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
     }
     if (key_path_.empty()) cfg.fail("key", "must not be an empty path");
   }
+  partitioner_ = partitioner(cfg);
   flush_timeout_ = cfg.get_duration("flush_timeout_ms");
   poll_interval_ = cfg.get_duration("poll_interval_ms");
   if (poll_interval_.count() == 0) cfg.fail("poll_interval_ms", "must be positive");
@@ -117,7 +137,10 @@ ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
   brokers_ = resolve_brokers(cfg.get_string("brokers"));
   create_embedded_topic(brokers_, topic_, 1);
   id_ = NodeRegistry::add(init.ctx, this);
-  ConfPtr conf = make_conf(cfg, brokers_.bootstrap, id_, {{"enable.idempotence", "true"}});
+  // `partitioner` is a topic property: set on the global conf it becomes the default topic
+  // conf that rd_kafka_topic_new(..., nullptr) below uses.
+  ConfPtr conf = make_conf(cfg, brokers_.bootstrap, id_,
+                           {{"enable.idempotence", "true"}, {"partitioner", partitioner_.c_str()}});
   if (exactly_once_) {
     char err[512];
     const std::string timeout = std::to_string(txn_timeout_.count());

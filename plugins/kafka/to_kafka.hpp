@@ -31,11 +31,15 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
       "by `key`, else the message key. Production is asynchronous (never a flush per message); "
       "delivery reports are read on a timer and when librdkafka signals them; a message that "
       "cannot be delivered after librdkafka's retries fails the node with the broker's error. "
+      "Keyed records go to the partition a Java producer would choose (`partitioner`). "
       "When librdkafka's queue is full the sink holds the element and applies back-pressure. "
       "finish waits for every delivery (bounded by flush_timeout_ms). With checkpoints an "
       "epoch completes only when every delivery report is in; `exactly_once` writes a Kafka "
       "transaction per epoch that also carries the input offsets. Being a sink, it emits "
       "nothing downstream (streamz emits the delivered values). See docs/KAFKA.md.";
+  /// librdkafka 2.0's partitioner names (topic property `partitioner`).
+  static constexpr const char* k_partitioners =
+      "murmur2_random|murmur2|consistent_random|consistent|random|fnv1a|fnv1a_random";
   static constexpr std::array k_params{
       sdk::required("brokers", SL_PARAM_STRING,
                     "Bootstrap servers, \"host:port,...\", or \"embedded\" (the in-process mock "
@@ -45,6 +49,15 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
                  "Where the Kafka key comes from: a field name (string), an array index (int) "
                  "or a path (array of those) into the element. Absent: the message's own key "
                  "(e.g. from from_kafka), else no key."),
+      sdk::param("partitioner", SL_PARAM_STRING, "\"murmur2_random\"",
+                 "How a keyed record's partition is chosen (librdkafka's `partitioner`). "
+                 "\"murmur2_random\": the Java producer's rule (murmur2 of the key bytes, made "
+                 "positive, modulo the partition count), so records land where Kafka Streams "
+                 "and ksqlDB put the same key; records without a key go to a random (sticky) "
+                 "partition. Differs from librdkafka's own default, consistent_random (CRC32), "
+                 "which is not Java-compatible. The other values are librdkafka's other "
+                 "partitioners. Set here only: `config` may not set it.")
+          .one_of(k_partitioners),
       sdk::param("flush_timeout_ms", SL_PARAM_DURATION, "10000",
                  "Bound on waiting for the last deliveries at the end (finish, stop)."),
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "50",
@@ -52,8 +65,8 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
           .min(1),
       sdk::param("config", SL_PARAM_TABLE, "{}",
                  "librdkafka producer properties passed unchanged (same refusals as "
-                 "from_kafka). Default enable.idempotence = true (order per partition is kept "
-                 "across retries)."),
+                 "from_kafka; `partitioner` has its own key). Default enable.idempotence = true "
+                 "(order per partition is kept across retries)."),
       sdk::param("exactly_once", SL_PARAM_BOOL, "false",
                  "Kafka transactions, one per checkpoint epoch, carrying the input offsets of "
                  "the task's from_kafka sources (which need a group_id): a read_committed "
@@ -69,6 +82,9 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
 
   /// The cross-key rules of the constructor and the `config` table (no client is made).
   static void validate(const sdk::Config& cfg);
+  /// The `partitioner` key, checked (also in the constructor, for hosts older than ABI 1.2
+  /// that skip one_of): one of k_partitioners, and not also set in `config`.
+  static std::string partitioner(const sdk::Config& cfg);
   explicit ToKafka(const sl_node_init& init);
   ~ToKafka() override;
   ToKafka(const ToKafka&) = delete;
@@ -160,6 +176,7 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   std::string topic_;
   std::vector<sdk::Value> key_path_;  // empty: use the message key
   bool key_from_value_ = false;
+  std::string partitioner_;  // librdkafka's `partitioner` (see k_partitioners)
   std::chrono::milliseconds flush_timeout_;
   std::chrono::milliseconds poll_interval_;
   rd_kafka_t* rk_ = nullptr;
