@@ -256,8 +256,12 @@ Result<ToKafka::Record> ToKafka::make_record(const sl_message& m, bool hold) con
       }
       at = std::move(*next);
     }
-    rec.key = encode_bytes(at, rec.key_keep);
-    rec.has_key = true;
+    // A null field is no key, as a null message key is (not the text "null"): such a record
+    // is partitioned like any unkeyed one.
+    if (!at.is_null()) {
+      rec.key = encode_bytes(at, rec.key_keep);
+      rec.has_key = true;
+    }
   } else if (!ValueRef(m.key).is_null()) {
     rec.key = bytes_of(ValueRef(m.key), rec.key_keep);
     rec.has_key = true;

@@ -48,7 +48,8 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
       sdk::param("key", SL_PARAM_ANY, nullptr,
                  "Where the Kafka key comes from: a field name (string), an array index (int) "
                  "or a path (array of those) into the element. Absent: the message's own key "
-                 "(e.g. from from_kafka), else no key."),
+                 "(e.g. from from_kafka), else no key. Written as the record key: a string as "
+                 "its UTF-8 bytes, bytes as is, other values as compact JSON; null is no key."),
       sdk::param("partitioner", SL_PARAM_STRING, "\"murmur2_random\"",
                  "How a keyed record's partition is chosen (librdkafka's `partitioner`). "
                  "\"murmur2_random\": the Java producer's rule (murmur2 of the key bytes, made "
