@@ -204,7 +204,6 @@ class CoordinatorTest : public ::testing::Test {
     static sl_plugin plugin = test_support::in_process_plugin("ck_test_nodes", types);
     ASSERT_TRUE(register_builtin_stores(registry_).is_ok());
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
-    set_function_registry(&registry_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 

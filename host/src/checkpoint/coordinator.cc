@@ -33,7 +33,7 @@ Result<std::unique_ptr<StoreHandle>> open_store(const GraphSpec& spec) {
     return Status(SL_FAILED_PRECONDITION,
                   fmt::format("checkpoint store '{}' is not registered", cp.store));
   }
-  return StoreHandle::open(*cp.store_info, spec.name, cp.options);
+  return StoreHandle::open(*cp.store_info, spec.name, cp.options, spec.registry);
 }
 
 Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many) {
@@ -73,7 +73,9 @@ Coordinator::Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> sto
                          ResetState reset)
     : spec_(&spec), store_(std::move(store)), reset_(std::move(reset)) {}
 
-Coordinator::~Coordinator() { detach(); }
+Coordinator::~Coordinator() {
+  if (timer_) timer_->cancel();
+}
 
 Status Coordinator::load() {
   SLUICE_ASSIGN_OR_RETURN(auto entries, store_->list());
@@ -228,17 +230,8 @@ void Coordinator::attach(boost::asio::io_context& control, std::vector<Task*> ta
   schedule_next();
 }
 
-void Coordinator::detach() {
-  detached_ = true;
-  if (timer_) timer_->cancel();
-  // The graph this coordinator served has stopped (a reload replaced it). Close its store
-  // now: the store's code and description belong to that graph's plugin registry, which is
-  // released with the old pipeline, long before this object goes (at exit).
-  if (!running_) store_.reset();
-}
-
 void Coordinator::schedule_next() {
-  if (!timer_ || detached_ || failed_ || final_requested_) return;
+  if (!timer_ || failed_ || final_requested_) return;
   timer_->expires_after(std::chrono::milliseconds(spec_->checkpoint.interval_ms));
   timer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) trigger();
@@ -246,7 +239,7 @@ void Coordinator::schedule_next() {
 }
 
 void Coordinator::trigger() {
-  if (running_ || failed_ || detached_ || final_requested_ || tasks_.empty()) return;
+  if (running_ || failed_ || final_requested_ || tasks_.empty()) return;
   start_epoch(false);
 }
 
@@ -294,12 +287,6 @@ void Coordinator::task_finished(uint32_t index, const Status& status) {
     } else {
       maybe_store();
     }
-  }
-  // Every task has stopped and no epoch is in flight: the store is done with. Close it
-  // now, while the plugin registry its code and description live in still exists (a reload
-  // releases the old graph's registry before the next graph starts).
-  if (!running_ && std::none_of(live_.begin(), live_.end(), [](bool live) { return live; })) {
-    store_.reset();
   }
 }
 

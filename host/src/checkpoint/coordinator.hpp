@@ -53,7 +53,7 @@ Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many);
 class Coordinator {
  public:
   Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> store, ResetState reset);
-  ~Coordinator();
+  ~Coordinator();  // stops the timer; the store closes with the object
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
 
@@ -80,8 +80,6 @@ class Coordinator {
   // (and does nothing) when no final checkpoint is possible: a task failed or
   // none runs; the caller then drains as without checkpointing.
   bool stop_with_final_checkpoint(std::function<void(Status)> done);
-  // Stops the timer; no new epoch starts.
-  void detach();
 
   [[nodiscard]] uint64_t last_completed_epoch() const { return last_completed_; }
   // For metrics (control thread).
@@ -148,7 +146,6 @@ class Coordinator {
   std::vector<Task*> tasks_;
   std::vector<bool> live_;
   bool failed_ = false;  // a task failed: no more epochs
-  bool detached_ = false;
   std::optional<Running> running_;
   std::optional<std::function<void(Status)>> final_done_;
   bool final_requested_ = false;

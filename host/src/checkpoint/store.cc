@@ -10,8 +10,8 @@
 
 namespace sluice::host::checkpoint {
 
-StoreHandle::StoreHandle(const StoreInfo& info)
-    : info_(info), ctx_(std::make_unique<sl_context>()) {
+StoreHandle::StoreHandle(const StoreInfo& info, std::shared_ptr<const PluginRegistry> registry)
+    : registry_(std::move(registry)), info_(info), ctx_(std::make_unique<sl_context>()) {
   ctx_->task = nullptr;
   ctx_->node = 0;
   ctx_->store_error = &error_;
@@ -21,10 +21,10 @@ StoreHandle::~StoreHandle() {
   if (self_) info_.vtable.close(self_);
 }
 
-Result<std::unique_ptr<StoreHandle>> StoreHandle::open(const StoreInfo& info,
-                                                       std::string_view pipeline,
-                                                       const Value& config) {
-  std::unique_ptr<StoreHandle> h(new StoreHandle(info));
+Result<std::unique_ptr<StoreHandle>> StoreHandle::open(
+    const StoreInfo& info, std::string_view pipeline, const Value& config,
+    std::shared_ptr<const PluginRegistry> registry) {
+  std::unique_ptr<StoreHandle> h(new StoreHandle(info, std::move(registry)));
   sl_store_init init{};
   init.struct_size = sizeof init;
   init.host = host_api_table();

@@ -45,7 +45,6 @@ std::unique_ptr<PluginRegistry> load_plugins(const std::vector<std::filesystem::
       }
     }
   }
-  set_function_registry(registry.get());
   if (!problems.empty()) return nullptr;
   return registry;
 }
@@ -73,14 +72,15 @@ std::optional<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
   }
   all_dirs.insert(all_dirs.end(), extra_dirs.begin(), extra_dirs.end());
 
-  LoadedPipeline out;
-  out.registry = load_plugins(all_dirs, true, origins);
-  if (!out.registry) return std::nullopt;
+  std::shared_ptr<const PluginRegistry> registry = load_plugins(all_dirs, true, origins);
+  if (!registry) return std::nullopt;
 
-  auto validated = validate_config(doc, *out.registry);
+  auto validated = validate_config(doc, *registry);
   print(validated.diagnostics);
   if (!validated.ok() || validated.has_errors()) return std::nullopt;
+  LoadedPipeline out;
   out.spec = std::move(*validated.value);
+  out.spec.registry = std::move(registry);
   out.document = std::move(doc);
   return out;
 }

@@ -21,8 +21,9 @@ inline constexpr int k_exit_runtime_error = 1;  // the pipeline failed while run
 inline constexpr int k_exit_invalid = 2;        // bad config, bad plugins, bad test file
 inline constexpr int k_exit_tests_failed = 3;   // `sluiced test`: a case did not match
 
+// One graph generation: its config and its spec, which owns the plugins it was loaded with
+// (GraphSpec::registry).
 struct LoadedPipeline {
-  std::unique_ptr<PluginRegistry> registry;
   std::optional<ConfigDocument> document;
   GraphSpec spec;
 };

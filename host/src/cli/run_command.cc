@@ -39,7 +39,8 @@ int run_pipeline(LoadedPipeline pipeline, const std::filesystem::path& config,
   // Other subsystems attach here: daemon.hooks() (task creation, stop) and
   // daemon.set_extra_metrics().
   const int exit_code = daemon.run();
-  // The store may live in a plugin, which the daemon's registry unloads: close it first.
+  // The coordinator's timer lives on the daemon's control loop: release it before the loop.
+  // (Its store keeps the plugins it came from loaded by itself: GraphSpec::registry.)
   checkpoints.reset();
   return exit_code;
 }

@@ -15,7 +15,7 @@
 namespace sluice::host {
 
 Task::Task(const GraphSpec& spec, TaskOptions options)
-    : spec_(spec), options_(options), wakeup_(io_) {
+    : registry_(spec.registry), spec_(spec), options_(options), wakeup_(io_) {
   nodes_.reserve(spec.nodes.size() + 8);
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];

@@ -279,6 +279,9 @@ class Task {
   const TaskOptions& options() const { return options_; }
   // The sandboxed Lua state of this task's Lua functions, made on first use.
   lua::LuaRuntime& lua();
+  // The plugins of this task's graph (GraphSpec::registry): function_bind resolves names
+  // here. Null when the spec was given none.
+  [[nodiscard]] const PluginRegistry* registry() const { return registry_.get(); }
 
  private:
   // Calls a plugin callback, turning a failure (status or escaped exception)
@@ -321,6 +324,9 @@ class Task {
   void abort_nodes();
   void on_io_ready(size_t node, uint64_t watch_id, uint32_t ready);
 
+  // Declared first, destroyed last: the nodes' destroy callbacks, and the release callbacks
+  // of values they made, are plugin code, which this keeps loaded.
+  std::shared_ptr<const PluginRegistry> registry_;
   const GraphSpec& spec_;
   TaskOptions options_;
   std::vector<NodeRuntime> nodes_;  // spec nodes in spec order, then capture nodes
