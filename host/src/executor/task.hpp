@@ -13,6 +13,7 @@
 #include "config/graph_spec.hpp"
 #include "executor/clock.hpp"
 #include "executor/io_watches.hpp"
+#include "executor/node_gauges.hpp"
 #include "executor/timer_queue.hpp"
 #include "value/value.hpp"
 
@@ -26,9 +27,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,29 +109,6 @@ struct NodeCounters {
   static void add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
-};
-
-// Plugin-reported gauges of one node in one task (sl_host_api.gauge_set): written
-// by the task thread (rarely: per poll or per second), read by the admin thread.
-// A small mutex guards the map.
-class NodeGauges {
- public:
-  struct Series {
-    std::string name;    // "kafka_consumer_lag" (rendered as sluice_node_<name>)
-    std::string labels;  // Prometheus label pairs, values escaped: topic="t",partition="3"
-    double value = 0;
-  };
-  // Sets (or, for NaN, removes) the series. `labels` is the ABI's "k=v,k=v" form.
-  // Returns an error message for an invalid name or labels (nothing stored).
-  std::optional<std::string> set(std::string_view name, std::string_view labels, double value);
-  // Every series, sorted by (name, labels).
-  [[nodiscard]] std::vector<Series> snapshot() const;
-  // Converts "k=v,k=v" into Prometheus label pairs; an error message when invalid.
-  static Result<std::string> prometheus_labels(std::string_view labels);
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, double> series_;
 };
 
 struct NodeRuntime {
