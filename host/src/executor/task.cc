@@ -618,15 +618,15 @@ void Task::abort_nodes() {
   // After a failure, give every live node a chance to release external
   // resources; finish() is not called because the graph is not drained.
   if (!failure_) return;
-  for (size_t i : order_) {
-    NodeRuntime& n = nodes_[i];
-    if (n.created && !n.ended && n.vt->stop) {
-      try {
-        n.vt->stop(n.self, &n.ctx);
-      } catch (...) {
-        spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
-      }
-    }
+  for (size_t i : order_) stop_node(nodes_[i]);
+}
+
+void Task::stop_node(NodeRuntime& n) {
+  if (!n.created || n.ended || !n.vt->stop) return;
+  try {
+    n.vt->stop(n.self, &n.ctx);
+  } catch (...) {
+    spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
   }
 }
 

@@ -9,6 +9,7 @@
 // runs timers and work posted from other threads.
 #pragma once
 
+#include "common/plugin_call.hpp"
 #include "common/result.hpp"
 #include "config/graph_spec.hpp"
 #include "executor/clock.hpp"
@@ -20,7 +21,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
 #include <sluice/sluice.h>
 
@@ -298,6 +298,9 @@ class Task {
   void rearm_wakeup();
   void on_state_change();
   void abort_nodes();
+  // sl_node_type.stop of a created node that has not ended (void: an escaped exception is
+  // logged).
+  void stop_node(NodeRuntime& n);
   void on_io_ready(size_t node, uint64_t watch_id, uint32_t ready);
 
   // Declared first, destroyed last: the nodes' destroy callbacks, and the release callbacks
@@ -351,15 +354,7 @@ template <class F>
 sl_status Task::call_guarded(size_t node, F&& call) {
   const uint32_t outer = in_callback_.load(std::memory_order_relaxed);
   in_callback_.store(static_cast<uint32_t>(node) + 1, std::memory_order_relaxed);
-  sl_status status = SL_INTERNAL;
-  try {
-    status = call();
-  } catch (const std::exception& e) {
-    nodes_[node].error =
-        fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
-  } catch (...) {
-    nodes_[node].error = "plugin let an exception escape (an ABI violation)";
-  }
+  const sl_status status = call_plugin(nodes_[node].error, std::forward<F>(call));
   in_callback_.store(outer, std::memory_order_relaxed);
   return status;
 }
