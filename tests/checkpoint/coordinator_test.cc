@@ -9,7 +9,9 @@
 #include "checkpoint/store.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
+#include "executor/clock.hpp"
 #include "executor/host_api.hpp"
+#include "executor/task.hpp"
 #include "support/in_process_plugin.hpp"
 
 #include <sys/resource.h>

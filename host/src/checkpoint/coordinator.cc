@@ -163,8 +163,8 @@ Status Coordinator::load() {
   return Status::ok();
 }
 
-Task::NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) const {
-  Task::NodeStates out;
+NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) const {
+  NodeStates out;
   if (index >= cp.tasks.size()) return out;
   for (const NodeState& n : cp.tasks[index].nodes) {
     if (std::find(reset_.nodes.begin(), reset_.nodes.end(), n.id) != reset_.nodes.end()) continue;
@@ -175,7 +175,7 @@ Task::NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) c
   return out;
 }
 
-Status Coordinator::restore_task(Task* task, uint32_t index) {
+Status Coordinator::restore_task(EpochParticipant* task, uint32_t index) {
   if (!restore_) return Status::ok();
   Status st = restore_task_states(task, index);
   std::lock_guard lock(mutex_);
@@ -187,7 +187,7 @@ Status Coordinator::restore_task(Task* task, uint32_t index) {
   return st;
 }
 
-Status Coordinator::restore_task_states(Task* task, uint32_t index) {
+Status Coordinator::restore_task_states(EpochParticipant* task, uint32_t index) {
   bool use_fallback = false;
   if (!restore_committed_) {
     Result<bool> mine = true;
@@ -214,7 +214,7 @@ Status Coordinator::restore_task_states(Task* task, uint32_t index) {
     if (!cp) return Status::ok();
   }
   const int64_t start = steady_ns();
-  Task::NodeStates states = states_for(*cp, index);
+  NodeStates states = states_for(*cp, index);
   const size_t count = states.size();
   SLUICE_RETURN_IF_ERROR(task->restore_states(states));
   spdlog::info("task {}: checkpoint epoch {} restored into {} node{} in {:.1f} ms", index,
@@ -222,7 +222,7 @@ Status Coordinator::restore_task_states(Task* task, uint32_t index) {
   return Status::ok();
 }
 
-void Coordinator::attach(boost::asio::io_context& control, std::vector<Task*> tasks) {
+void Coordinator::attach(boost::asio::io_context& control, std::vector<EpochParticipant*> tasks) {
   control_ = &control;
   tasks_ = std::move(tasks);
   live_.assign(tasks_.size(), true);
@@ -257,7 +257,7 @@ void Coordinator::start_epoch(bool final) {
   boost::asio::io_context* control = control_;
   for (uint32_t i : std::set<uint32_t>(r.waiting)) {
     tasks_[i]->begin_checkpoint(
-        epoch, final, [this, i, control](uint64_t e, Result<Task::NodeStates> states) {
+        epoch, final, [this, i, control](uint64_t e, Result<NodeStates> states) {
           boost::asio::post(*control, [this, i, e, states = std::move(states)]() mutable {
             on_snapshot(i, e, std::move(states));
           });
@@ -266,7 +266,7 @@ void Coordinator::start_epoch(bool final) {
   maybe_store();
 }
 
-void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<Task::NodeStates> states) {
+void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<NodeStates> states) {
   if (!running_ || running_->epoch != epoch || running_->stored) return;
   if (states.is_ok()) {
     running_->parts[index] = std::move(states).value();
@@ -295,7 +295,7 @@ void Coordinator::maybe_store() {
   Running& r = *running_;
   auto abort_epoch = [&](Status why) {
     for (uint32_t i = 0; i < tasks_.size(); ++i) {
-      if (live_[i]) tasks_[i]->end_checkpoint(r.epoch, false);
+      if (live_[i]) tasks_[i]->end_checkpoint(r.epoch, false, {});
     }
     finish_epoch(std::move(why));
   };

@@ -69,7 +69,7 @@ Status CheckpointService::before_start(PipelineRunner& runner) {
     c = std::make_unique<Coordinator>(runner.spec(), std::move(store), none);
     SLUICE_RETURN_IF_ERROR(c->load());
   }
-  std::vector<Task*> tasks;
+  std::vector<EpochParticipant*> tasks;
   for (const auto& t : runner.tasks()) tasks.push_back(t.get());
   c->attach(*control_, std::move(tasks));
   current_ = std::move(c);

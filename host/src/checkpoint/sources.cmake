@@ -2,7 +2,6 @@ target_sources(sluice_host_core PRIVATE
   src/checkpoint/format.cc
   src/checkpoint/fs_store.cc
   src/checkpoint/store.cc
-  src/checkpoint/task_epoch.cc
   src/checkpoint/coordinator.cc
   src/checkpoint/list_command.cc
   src/checkpoint/service.cc)

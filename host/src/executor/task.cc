@@ -483,8 +483,8 @@ void Task::end_node(size_t index) {
   }
 }
 
-Result<std::vector<std::pair<std::string, Value>>> Task::snapshot_states() {
-  std::vector<std::pair<std::string, Value>> states;
+Result<Task::NodeStates> Task::snapshot_states() {
+  NodeStates states;
   for (size_t i : order_) {
     NodeRuntime& n = nodes_[i];
     if (!n.created || !(n.vt->flags & SL_NODE_STATEFUL) || !n.vt->snapshot) continue;
@@ -497,7 +497,7 @@ Result<std::vector<std::pair<std::string, Value>>> Task::snapshot_states() {
   return states;
 }
 
-Status Task::restore_states(const std::vector<std::pair<std::string, Value>>& states) {
+Status Task::restore_states(const NodeStates& states) {
   for (const auto& [id, state] : states) {
     auto index = spec_.index_of(id);
     if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' to restore", id));
@@ -536,7 +536,7 @@ void Task::fire_due_timers(int64_t now) {
     if (n.ended) continue;
     if (epoch_ && n.role != SL_ROLE_SINK) {
       // A checkpoint is preparing: nothing may reach the sinks until the
-      // snapshot (checkpoint/task_epoch.cc re-arms these afterwards).
+      // snapshot (task_epoch.cc re-arms these afterwards).
       epoch_->held_timers.emplace_back(due->node, due->timer_id);
       continue;
     }

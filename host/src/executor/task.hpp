@@ -13,6 +13,7 @@
 #include "common/result.hpp"
 #include "config/graph_spec.hpp"
 #include "executor/clock.hpp"
+#include "executor/epoch_participant.hpp"
 #include "executor/io_watches.hpp"
 #include "executor/node_gauges.hpp"
 #include "executor/timer_queue.hpp"
@@ -159,7 +160,7 @@ struct TaskOptions {
   const Clock* clock = nullptr;  // required; VirtualClock for test mode
 };
 
-class Task {
+class Task final : public EpochParticipant {
  public:
   Task(const GraphSpec& spec, TaskOptions options);
   ~Task();
@@ -211,28 +212,17 @@ class Task {
   // Checkpoint support (see docs/CHECKPOINTING.md): the state of every stateful
   // node (SL_NODE_STATEFUL with a snapshot callback), by node id. Task thread,
   // between deliveries.
-  Result<std::vector<std::pair<std::string, Value>>> snapshot_states();
+  Result<NodeStates> snapshot_states();
   // After create() and before start(): hands each node its saved state.
-  Status restore_states(const std::vector<std::pair<std::string, Value>>& states);
+  Status restore_states(const NodeStates& states) override;
 
-  // -- the checkpoint epoch protocol (checkpoint/task_epoch.cc) ---------------
-  using NodeStates = std::vector<std::pair<std::string, Value>>;
-  using EpochDone = std::function<void(uint64_t epoch, Result<NodeStates> states)>;
-  // Thread-safe: starts `epoch` between two polls: sources pause, sinks are
-  // asked to prepare; once all answered, `done` runs on the task thread with
-  // the snapshot. Not run at all when the task has stopped.
-  void begin_checkpoint(uint64_t epoch, bool final, EpochDone done);
-  // Thread-safe: the epoch was stored (commit: sinks, then the others) or not
-  // (abort); `done` then runs on the task thread (not when the task failed).
-  // Sources resume; after a final epoch the nodes are stopped (not finished)
-  // and run() returns.
-  void end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done = {});
+  // -- the checkpoint epoch protocol (executor/task_epoch.cc) -----------------
+  // The coordinator's view: EpochParticipant (executor/epoch_participant.hpp).
+  void begin_checkpoint(uint64_t epoch, bool final, EpochDone done) override;
+  void end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done) override;
+  Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states) override;
   // sl_host_api.checkpoint_ready (task thread).
   void checkpoint_ready(size_t node, uint64_t epoch, sl_status status);
-  // After create(), before restore_states(): asks nodes with
-  // checkpoint_recover whether their commit of `epoch` happened. False when
-  // one says it did not.
-  Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states);
 
   [[nodiscard]] bool complete() const;
   [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
@@ -330,7 +320,7 @@ class Task {
   // See lua(). Destroyed after ~Task's body, where the nodes release their functions.
   std::unique_ptr<lua::LuaRuntime> lua_;
 
-  // The running checkpoint epoch (checkpoint/task_epoch.cc); sources are not
+  // The running checkpoint epoch (executor/task_epoch.cc); sources are not
   // polled, and the timers, io readiness and posts of non-sink nodes are held
   // while it is set: nothing may reach the sinks between prepare and snapshot.
   struct Epoch {

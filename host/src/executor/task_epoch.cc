@@ -1,8 +1,8 @@
-// The task's side of the checkpoint epoch protocol (docs/CHECKPOINTING.md):
-// pause sources, ask sinks to prepare, wait for their answers while the loop
-// keeps running the sinks' posts, io and timers (those of other nodes are held),
-// snapshot, then commit or abort and resume. Member functions of Task, kept here beside the
-// coordinator.
+// The task's side of the checkpoint epoch protocol (docs/CHECKPOINTING.md), Task's
+// implementation of EpochParticipant (executor/epoch_participant.hpp): pause sources, ask
+// sinks to prepare, wait for their answers while the loop keeps running the sinks' posts, io
+// and timers (those of other nodes are held), snapshot, then commit or abort and resume. The
+// coordinator (checkpoint/coordinator.cc) drives it through that interface.
 #include "common/plugin_call.hpp"
 #include "executor/task.hpp"
 
