@@ -1,5 +1,5 @@
 // A task: one instance of the graph, run by one executor thread on its own
-// io_context (DESIGN.md "Execution model"). Operator code never needs locks:
+// io_context (docs/ARCHITECTURE.md, "Execution"). Operator code never needs locks:
 // every callback of every node of a task runs on this one thread.
 //
 // Data moves depth-first: a node's emit() calls each consumer's process()
