@@ -153,7 +153,8 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
   if (auto source = lua::lua_source_of(spec_value)) {
     if (!task) {
       return error(SL_FAILED_PRECONDITION,
-                   "a Lua function needs the binding node's context (ctx is NULL)");
+                   "a Lua function needs the binding node's context (ctx is NULL or not a "
+                   "node's)");
     }
     auto fn = lua::LuaFunction::compile(task->lua(), *source);
     if (!fn.is_ok()) return error(fn.status().code(), fn.status().message());
@@ -162,8 +163,8 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
   }
   if (!task) {
     return error(SL_FAILED_PRECONDITION,
-                 "a named function needs the binding node's context (ctx is NULL): names "
-                 "resolve in the plugins of the node's graph");
+                 "a named function needs the binding node's context (ctx is NULL or not a "
+                 "node's): names resolve in the plugins of the node's graph");
   }
   const PluginRegistry* registry = task->registry();
   if (!registry) return error(SL_FAILED_PRECONDITION, "the node's graph has no plugin registry");

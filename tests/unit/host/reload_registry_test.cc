@@ -122,5 +122,14 @@ TEST_F(ReloadRegistryTest, FunctionBindAfterARejectedReload) {
   runner.join();
 }
 
+// Without a node there is no graph to resolve a name in (it once meant the process-wide
+// registry): a clear refusal, not a crash.
+TEST(FunctionBindTest, ANamedFunctionNeedsANodesContext) {
+  Value spec = Value::string("to_string");
+  sl_bound_function* fn = nullptr;
+  EXPECT_EQ(host_api_table()->function_bind(nullptr, spec.raw(), &fn), SL_FAILED_PRECONDITION);
+  EXPECT_EQ(fn, nullptr);
+}
+
 }  // namespace
 }  // namespace sluice::host
