@@ -143,14 +143,14 @@ const sl_param k_n_param[] = {{sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQ
 using test_support::bare_node_type;
 
 struct Engine {
-  PluginRegistry registry;
+  std::shared_ptr<PluginRegistry> registry = std::make_shared<PluginRegistry>();
   RealClock clock;
 };
 Engine* g_engine = nullptr;
 
 void load_engine() {
   g_engine = new Engine;
-  PluginLoader loader(g_engine->registry, host_api_table());
+  PluginLoader loader(*g_engine->registry, host_api_table());
   const auto file = std::filesystem::path(SLUICE_BENCH_PLUGIN_DIR) / "libsluice_core_ops.so";
   Status loaded = loader.load_file(file);
   if (!loaded.is_ok()) {
@@ -174,12 +174,11 @@ void load_engine() {
   }();
   static const sl_node_type* types[] = {&ints, &lines, &sink};
   static sl_plugin plugin = test_support::in_process_plugin("bench_nodes", types);
-  Status added = g_engine->registry.add_plugin(&plugin, "<bench>", nullptr);
+  Status added = g_engine->registry->add_plugin(&plugin, "<bench>", nullptr);
   if (!added.is_ok()) {
     std::fprintf(stderr, "bench nodes: %s\n", added.message().c_str());
     std::exit(2);
   }
-  set_function_registry(&g_engine->registry);
 }
 
 GraphSpec load(const std::string& toml) {
@@ -188,11 +187,12 @@ GraphSpec load(const std::string& toml) {
     std::fprintf(stderr, "bench config does not parse:\n%s\n", toml.c_str());
     std::exit(2);
   }
-  auto spec = validate_config(*doc.value, g_engine->registry);
+  auto spec = validate_config(*doc.value, *g_engine->registry);
   if (!spec.value) {
     for (const auto& d : spec.diagnostics) std::fprintf(stderr, "%s\n", d.to_string().c_str());
     std::exit(2);
   }
+  spec.value->registry = g_engine->registry;  // the functions the operators bind
   return std::move(*spec.value);
 }
 

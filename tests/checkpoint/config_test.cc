@@ -54,7 +54,6 @@ class CheckpointConfigTest : public ::testing::Test {
     static const sl_plugin plugin = test_support::in_process_plugin("ck_config_nodes", types);
     ASSERT_TRUE(checkpoint::register_builtin_stores(registry_).is_ok());
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
-    set_function_registry(&registry_);
   }
   Diagnosed<GraphSpec> validate(const std::string& toml) {
     auto doc = parse_config_string(toml + k_graph, "c.toml");

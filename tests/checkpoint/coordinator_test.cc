@@ -9,7 +9,9 @@
 #include "checkpoint/store.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
+#include "executor/clock.hpp"
 #include "executor/host_api.hpp"
+#include "executor/task.hpp"
 #include "support/in_process_plugin.hpp"
 
 #include <sys/resource.h>
@@ -204,7 +206,6 @@ class CoordinatorTest : public ::testing::Test {
     static sl_plugin plugin = test_support::in_process_plugin("ck_test_nodes", types);
     ASSERT_TRUE(register_builtin_stores(registry_).is_ok());
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
-    set_function_registry(&registry_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 

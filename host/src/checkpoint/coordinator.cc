@@ -33,7 +33,7 @@ Result<std::unique_ptr<StoreHandle>> open_store(const GraphSpec& spec) {
     return Status(SL_FAILED_PRECONDITION,
                   fmt::format("checkpoint store '{}' is not registered", cp.store));
   }
-  return StoreHandle::open(*cp.store_info, spec.name, cp.options);
+  return StoreHandle::open(*cp.store_info, spec.name, cp.options, spec.registry);
 }
 
 Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many) {
@@ -73,7 +73,9 @@ Coordinator::Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> sto
                          ResetState reset)
     : spec_(&spec), store_(std::move(store)), reset_(std::move(reset)) {}
 
-Coordinator::~Coordinator() { detach(); }
+Coordinator::~Coordinator() {
+  if (timer_) timer_->cancel();
+}
 
 Status Coordinator::load() {
   SLUICE_ASSIGN_OR_RETURN(auto entries, store_->list());
@@ -161,8 +163,8 @@ Status Coordinator::load() {
   return Status::ok();
 }
 
-Task::NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) const {
-  Task::NodeStates out;
+NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) const {
+  NodeStates out;
   if (index >= cp.tasks.size()) return out;
   for (const NodeState& n : cp.tasks[index].nodes) {
     if (std::find(reset_.nodes.begin(), reset_.nodes.end(), n.id) != reset_.nodes.end()) continue;
@@ -173,7 +175,7 @@ Task::NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) c
   return out;
 }
 
-Status Coordinator::restore_task(Task* task, uint32_t index) {
+Status Coordinator::restore_task(EpochParticipant* task, uint32_t index) {
   if (!restore_) return Status::ok();
   Status st = restore_task_states(task, index);
   std::lock_guard lock(mutex_);
@@ -185,7 +187,7 @@ Status Coordinator::restore_task(Task* task, uint32_t index) {
   return st;
 }
 
-Status Coordinator::restore_task_states(Task* task, uint32_t index) {
+Status Coordinator::restore_task_states(EpochParticipant* task, uint32_t index) {
   bool use_fallback = false;
   if (!restore_committed_) {
     Result<bool> mine = true;
@@ -212,7 +214,7 @@ Status Coordinator::restore_task_states(Task* task, uint32_t index) {
     if (!cp) return Status::ok();
   }
   const int64_t start = steady_ns();
-  Task::NodeStates states = states_for(*cp, index);
+  NodeStates states = states_for(*cp, index);
   const size_t count = states.size();
   SLUICE_RETURN_IF_ERROR(task->restore_states(states));
   spdlog::info("task {}: checkpoint epoch {} restored into {} node{} in {:.1f} ms", index,
@@ -220,7 +222,7 @@ Status Coordinator::restore_task_states(Task* task, uint32_t index) {
   return Status::ok();
 }
 
-void Coordinator::attach(boost::asio::io_context& control, std::vector<Task*> tasks) {
+void Coordinator::attach(boost::asio::io_context& control, std::vector<EpochParticipant*> tasks) {
   control_ = &control;
   tasks_ = std::move(tasks);
   live_.assign(tasks_.size(), true);
@@ -228,17 +230,8 @@ void Coordinator::attach(boost::asio::io_context& control, std::vector<Task*> ta
   schedule_next();
 }
 
-void Coordinator::detach() {
-  detached_ = true;
-  if (timer_) timer_->cancel();
-  // The graph this coordinator served has stopped (a reload replaced it). Close its store
-  // now: the store's code and description belong to that graph's plugin registry, which is
-  // released with the old pipeline, long before this object goes (at exit).
-  if (!running_) store_.reset();
-}
-
 void Coordinator::schedule_next() {
-  if (!timer_ || detached_ || failed_ || final_requested_) return;
+  if (!timer_ || failed_ || final_requested_) return;
   timer_->expires_after(std::chrono::milliseconds(spec_->checkpoint.interval_ms));
   timer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) trigger();
@@ -246,7 +239,7 @@ void Coordinator::schedule_next() {
 }
 
 void Coordinator::trigger() {
-  if (running_ || failed_ || detached_ || final_requested_ || tasks_.empty()) return;
+  if (running_ || failed_ || final_requested_ || tasks_.empty()) return;
   start_epoch(false);
 }
 
@@ -264,7 +257,7 @@ void Coordinator::start_epoch(bool final) {
   boost::asio::io_context* control = control_;
   for (uint32_t i : std::set<uint32_t>(r.waiting)) {
     tasks_[i]->begin_checkpoint(
-        epoch, final, [this, i, control](uint64_t e, Result<Task::NodeStates> states) {
+        epoch, final, [this, i, control](uint64_t e, Result<NodeStates> states) {
           boost::asio::post(*control, [this, i, e, states = std::move(states)]() mutable {
             on_snapshot(i, e, std::move(states));
           });
@@ -273,7 +266,7 @@ void Coordinator::start_epoch(bool final) {
   maybe_store();
 }
 
-void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<Task::NodeStates> states) {
+void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<NodeStates> states) {
   if (!running_ || running_->epoch != epoch || running_->stored) return;
   if (states.is_ok()) {
     running_->parts[index] = std::move(states).value();
@@ -295,12 +288,6 @@ void Coordinator::task_finished(uint32_t index, const Status& status) {
       maybe_store();
     }
   }
-  // Every task has stopped and no epoch is in flight: the store is done with. Close it
-  // now, while the plugin registry its code and description live in still exists (a reload
-  // releases the old graph's registry before the next graph starts).
-  if (!running_ && std::none_of(live_.begin(), live_.end(), [](bool live) { return live; })) {
-    store_.reset();
-  }
 }
 
 void Coordinator::maybe_store() {
@@ -308,7 +295,7 @@ void Coordinator::maybe_store() {
   Running& r = *running_;
   auto abort_epoch = [&](Status why) {
     for (uint32_t i = 0; i < tasks_.size(); ++i) {
-      if (live_[i]) tasks_[i]->end_checkpoint(r.epoch, false);
+      if (live_[i]) tasks_[i]->end_checkpoint(r.epoch, false, {});
     }
     finish_epoch(std::move(why));
   };

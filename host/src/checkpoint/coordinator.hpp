@@ -11,8 +11,8 @@
 #include "checkpoint/format.hpp"
 #include "checkpoint/store.hpp"
 #include "common/result.hpp"
+#include "executor/epoch_participant.hpp"
 #include "graph/graph_spec.hpp"
-#include "executor/task.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -27,6 +27,8 @@
 #include <vector>
 
 namespace sluice::host::checkpoint {
+
+using NodeStates = EpochParticipant::NodeStates;
 
 // --reset-state: start these nodes (or all) from fresh state.
 struct ResetState {
@@ -53,7 +55,7 @@ Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many);
 class Coordinator {
  public:
   Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> store, ResetState reset);
-  ~Coordinator();
+  ~Coordinator();  // stops the timer; the store closes with the object
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
 
@@ -64,13 +66,13 @@ class Coordinator {
   // Task thread, after create() and before start(): recovery decision (see
   // sl_node_type.checkpoint_recover), then restore_states. With `task` null
   // (its create failed) it only takes part in the decision.
-  Status restore_task(Task* task, uint32_t index);
+  Status restore_task(EpochParticipant* task, uint32_t index);
 
   // -- control thread --------------------------------------------------------
   // The same graph at a new address (the daemon moved the loaded pipeline).
   void rebind(const GraphSpec& spec) { spec_ = &spec; }
   // Starts the periodic epochs on `tasks` (index = task index).
-  void attach(boost::asio::io_context& control, std::vector<Task*> tasks);
+  void attach(boost::asio::io_context& control, std::vector<EpochParticipant*> tasks);
   // Starts an epoch now unless one is running (tests, and the timer).
   void trigger();
   // Task `index`'s run() returned.
@@ -80,8 +82,6 @@ class Coordinator {
   // (and does nothing) when no final checkpoint is possible: a task failed or
   // none runs; the caller then drains as without checkpointing.
   bool stop_with_final_checkpoint(std::function<void(Status)> done);
-  // Stops the timer; no new epoch starts.
-  void detach();
 
   [[nodiscard]] uint64_t last_completed_epoch() const { return last_completed_; }
   // For metrics (control thread).
@@ -106,19 +106,19 @@ class Coordinator {
     int64_t stored_ns = 0;
     size_t bytes = 0;
     std::set<uint32_t> waiting;  // tasks whose snapshot / commit is outstanding
-    std::vector<std::optional<Task::NodeStates>> parts;
+    std::vector<std::optional<NodeStates>> parts;
   };
 
   void schedule_next();
   void start_epoch(bool final);
-  void on_snapshot(uint32_t index, uint64_t epoch, Result<Task::NodeStates> states);
+  void on_snapshot(uint32_t index, uint64_t epoch, Result<NodeStates> states);
   void on_committed(uint32_t index, uint64_t epoch);
   void maybe_store();
   void maybe_complete();
   void finish_epoch(Status outcome);
   void prune();
-  Task::NodeStates states_for(const Checkpoint& cp, uint32_t index) const;
-  Status restore_task_states(Task* task, uint32_t index);
+  NodeStates states_for(const Checkpoint& cp, uint32_t index) const;
+  Status restore_task_states(EpochParticipant* task, uint32_t index);
 
   const GraphSpec* spec_;
   std::unique_ptr<StoreHandle> store_;
@@ -145,10 +145,9 @@ class Coordinator {
 
   boost::asio::io_context* control_ = nullptr;
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  std::vector<Task*> tasks_;
+  std::vector<EpochParticipant*> tasks_;
   std::vector<bool> live_;
   bool failed_ = false;  // a task failed: no more epochs
-  bool detached_ = false;
   std::optional<Running> running_;
   std::optional<std::function<void(Status)>> final_done_;
   bool final_requested_ = false;

@@ -2,5 +2,4 @@ target_sources(sluice_host_core PRIVATE
   src/checkpoint/format.cc
   src/checkpoint/fs_store.cc
   src/checkpoint/store.cc
-  src/checkpoint/task_epoch.cc
   src/checkpoint/coordinator.cc)

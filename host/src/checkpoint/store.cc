@@ -1,6 +1,7 @@
 #include "checkpoint/store.hpp"
 
 #include "checkpoint/fs_store.hpp"
+#include "common/plugin_call.hpp"
 #include "executor/host_api.hpp"
 #include "executor/task.hpp"
 
@@ -10,8 +11,8 @@
 
 namespace sluice::host::checkpoint {
 
-StoreHandle::StoreHandle(const StoreInfo& info)
-    : info_(info), ctx_(std::make_unique<sl_context>()) {
+StoreHandle::StoreHandle(const StoreInfo& info, std::shared_ptr<const PluginRegistry> registry)
+    : registry_(std::move(registry)), info_(info), ctx_(std::make_unique<sl_context>()) {
   ctx_->task = nullptr;
   ctx_->node = 0;
   ctx_->store_error = &error_;
@@ -21,10 +22,10 @@ StoreHandle::~StoreHandle() {
   if (self_) info_.vtable.close(self_);
 }
 
-Result<std::unique_ptr<StoreHandle>> StoreHandle::open(const StoreInfo& info,
-                                                       std::string_view pipeline,
-                                                       const Value& config) {
-  std::unique_ptr<StoreHandle> h(new StoreHandle(info));
+Result<std::unique_ptr<StoreHandle>> StoreHandle::open(
+    const StoreInfo& info, std::string_view pipeline, const Value& config,
+    std::shared_ptr<const PluginRegistry> registry) {
+  std::unique_ptr<StoreHandle> h(new StoreHandle(info, std::move(registry)));
   sl_store_init init{};
   init.struct_size = sizeof init;
   init.host = host_api_table();
@@ -32,12 +33,7 @@ Result<std::unique_ptr<StoreHandle>> StoreHandle::open(const StoreInfo& info,
   init.pipeline = {pipeline.data(), pipeline.size()};
   init.config = config.raw();
   void* self = nullptr;
-  sl_status st = SL_INTERNAL;
-  try {
-    st = info.vtable.open(&init, &self);
-  } catch (...) {
-    h->error_ = "open let an exception escape (an ABI violation)";
-  }
+  const sl_status st = call_plugin(h->error_, [&] { return info.vtable.open(&init, &self); });
   if (st != SL_OK) {
     return Status(st, fmt::format("checkpoint store '{}': open failed: {}", info.name,
                                   h->error_.empty() ? sl_status_name(st) : h->error_));
@@ -54,33 +50,24 @@ Status StoreHandle::check(sl_status st, std::string_view what, uint64_t epoch) {
   return Status(st, std::move(msg));
 }
 
-template <class F>
-static sl_status guarded(std::string& error, F&& f) {
-  try {
-    return f();
-  } catch (...) {
-    error = "a store callback let an exception escape (an ABI violation)";
-    return SL_INTERNAL;
-  }
-}
-
 Status StoreHandle::write(uint64_t epoch, std::string_view bytes) {
   error_.clear();
   return check(
-      guarded(error_, [&] { return info_.vtable.write(self_, epoch, bytes.data(), bytes.size()); }),
+      call_plugin(error_,
+                  [&] { return info_.vtable.write(self_, epoch, bytes.data(), bytes.size()); }),
       "write", epoch);
 }
 
 Status StoreHandle::mark_committed(uint64_t epoch) {
   error_.clear();
-  return check(guarded(error_, [&] { return info_.vtable.mark_committed(self_, epoch); }),
+  return check(call_plugin(error_, [&] { return info_.vtable.mark_committed(self_, epoch); }),
                "mark_committed", epoch);
 }
 
 Result<StoredBytes> StoreHandle::read(uint64_t epoch) {
   error_.clear();
   sl_value out = sl_null();
-  sl_status st = guarded(error_, [&] { return info_.vtable.read(self_, epoch, &out); });
+  sl_status st = call_plugin(error_, [&] { return info_.vtable.read(self_, epoch, &out); });
   Value bytes = Value::adopt(out);
   SLUICE_RETURN_IF_ERROR(check(st, "read", epoch));
   if (bytes.kind() != SL_KIND_BYTES && !bytes.is_string()) {
@@ -105,7 +92,7 @@ Result<std::vector<EpochEntry>> StoreHandle::list() {
     }
     v->push_back(e);
   };
-  sl_status st = guarded(error_, [&] { return info_.vtable.list(self_, fn, &out); });
+  sl_status st = call_plugin(error_, [&] { return info_.vtable.list(self_, fn, &out); });
   if (st != SL_OK) {
     std::string msg = fmt::format("checkpoint store '{}': list failed: {}", info_.name,
                                   error_.empty() ? sl_status_name(st) : error_);
@@ -118,7 +105,8 @@ Result<std::vector<EpochEntry>> StoreHandle::list() {
 
 Status StoreHandle::remove(uint64_t epoch) {
   error_.clear();
-  return check(guarded(error_, [&] { return info_.vtable.remove(self_, epoch); }), "remove", epoch);
+  return check(call_plugin(error_, [&] { return info_.vtable.remove(self_, epoch); }), "remove",
+               epoch);
 }
 
 Status register_builtin_stores(PluginRegistry& registry) {

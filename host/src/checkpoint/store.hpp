@@ -41,9 +41,12 @@ class StoredBytes {
 
 class StoreHandle {
  public:
-  // Opens `info` with `config` (the store's validated options).
-  static Result<std::unique_ptr<StoreHandle>> open(const StoreInfo& info, std::string_view pipeline,
-                                                   const Value& config);
+  // Opens `info` with `config` (the store's validated options). `registry` is the one `info`
+  // belongs to (GraphSpec::registry): the handle keeps it, and so the store's code, loaded
+  // until it has closed the store. Null when the caller keeps the registry alive itself.
+  static Result<std::unique_ptr<StoreHandle>> open(
+      const StoreInfo& info, std::string_view pipeline, const Value& config,
+      std::shared_ptr<const PluginRegistry> registry = nullptr);
   ~StoreHandle();
   StoreHandle(const StoreHandle&) = delete;
   StoreHandle& operator=(const StoreHandle&) = delete;
@@ -57,9 +60,10 @@ class StoreHandle {
   [[nodiscard]] const std::string& name() const { return info_.name; }
 
  private:
-  StoreHandle(const StoreInfo& info);
+  StoreHandle(const StoreInfo& info, std::shared_ptr<const PluginRegistry> registry);
   Status check(sl_status st, std::string_view what, uint64_t epoch);
 
+  std::shared_ptr<const PluginRegistry> registry_;  // released after ~StoreHandle closed
   const StoreInfo& info_;
   std::unique_ptr<sl_context> ctx_;
   std::string error_;

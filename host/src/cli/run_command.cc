@@ -43,7 +43,8 @@ int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
   // Other subsystems attach here: daemon.hooks() (task creation, stop) and
   // daemon.set_extra_metrics().
   const Status outcome = daemon.run();
-  // The store may live in a plugin, which the daemon's registry unloads: close it first.
+  // The coordinator's timer lives on the daemon's control loop: release it before the loop.
+  // (Its store keeps the plugins it came from loaded by itself: GraphSpec::registry.)
   checkpoints.reset();
   return outcome.is_ok() ? k_exit_ok : k_exit_runtime_error;
 }

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <memory>
 #include <new>
 #include <string_view>
@@ -28,8 +27,6 @@ struct sl_bound_function {
 
 namespace sluice::host {
 namespace {
-
-std::atomic<const PluginRegistry*> g_registry{nullptr};
 
 Task& task_of(sl_context* ctx) { return *ctx->task; }
 
@@ -149,18 +146,28 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
     return code;
   };
   Value spec_value = Value::borrow(spec);
+  // A function belongs to the binding node's graph: a Lua one to its task's Lua state, a
+  // named one to the plugins the graph was loaded with (GraphSpec::registry), which the
+  // task keeps loaded. A checkpoint store's context has no task.
+  Task* task = ctx ? ctx->task : nullptr;
   if (auto source = lua::lua_source_of(spec_value)) {
-    if (!ctx) {
+    if (!task) {
       return error(SL_FAILED_PRECONDITION,
-                   "a Lua function needs the binding node's context (ctx is NULL)");
+                   "a Lua function needs the binding node's context (ctx is NULL or not a "
+                   "node's)");
     }
-    auto fn = lua::LuaFunction::compile(task_of(ctx).lua(), *source);
+    auto fn = lua::LuaFunction::compile(task->lua(), *source);
     if (!fn.is_ok()) return error(fn.status().code(), fn.status().message());
     *out = new sl_bound_function{nullptr, nullptr, ctx, std::move(fn).value()};
     return SL_OK;
   }
-  const PluginRegistry* registry = g_registry.load();
-  if (!registry) return error(SL_FAILED_PRECONDITION, "no function registry");
+  if (!task) {
+    return error(SL_FAILED_PRECONDITION,
+                 "a named function needs the binding node's context (ctx is NULL or not a "
+                 "node's): names resolve in the plugins of the node's graph");
+  }
+  const PluginRegistry* registry = task->registry();
+  if (!registry) return error(SL_FAILED_PRECONDITION, "the node's graph has no plugin registry");
   Value name_value = spec_value;
   Value given_args;
   if (spec_value.is_object()) {
@@ -311,7 +318,5 @@ const sl_host_api* host_api_table() {
   static const sl_host_api table = make_table();
   return &table;
 }
-
-void set_function_registry(const PluginRegistry* registry) { g_registry.store(registry); }
 
 }  // namespace sluice::host

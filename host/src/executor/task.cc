@@ -10,12 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 namespace sluice::host {
 
 Task::Task(const GraphSpec& spec, TaskOptions options)
-    : spec_(spec), options_(options), wakeup_(io_) {
+    : registry_(spec.registry), spec_(spec), options_(options), wakeup_(io_) {
   nodes_.reserve(spec.nodes.size() + 8);
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
@@ -484,8 +483,8 @@ void Task::end_node(size_t index) {
   }
 }
 
-Result<std::vector<std::pair<std::string, Value>>> Task::snapshot_states() {
-  std::vector<std::pair<std::string, Value>> states;
+Result<Task::NodeStates> Task::snapshot_states() {
+  NodeStates states;
   for (size_t i : order_) {
     NodeRuntime& n = nodes_[i];
     if (!n.created || !(n.vt->flags & SL_NODE_STATEFUL) || !n.vt->snapshot) continue;
@@ -498,7 +497,7 @@ Result<std::vector<std::pair<std::string, Value>>> Task::snapshot_states() {
   return states;
 }
 
-Status Task::restore_states(const std::vector<std::pair<std::string, Value>>& states) {
+Status Task::restore_states(const NodeStates& states) {
   for (const auto& [id, state] : states) {
     auto index = spec_.index_of(id);
     if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' to restore", id));
@@ -537,7 +536,7 @@ void Task::fire_due_timers(int64_t now) {
     if (n.ended) continue;
     if (epoch_ && n.role != SL_ROLE_SINK) {
       // A checkpoint is preparing: nothing may reach the sinks until the
-      // snapshot (checkpoint/task_epoch.cc re-arms these afterwards).
+      // snapshot (task_epoch.cc re-arms these afterwards).
       epoch_->held_timers.emplace_back(due->node, due->timer_id);
       continue;
     }
@@ -619,15 +618,15 @@ void Task::abort_nodes() {
   // After a failure, give every live node a chance to release external
   // resources; finish() is not called because the graph is not drained.
   if (!failure_) return;
-  for (size_t i : order_) {
-    NodeRuntime& n = nodes_[i];
-    if (n.created && !n.ended && n.vt->stop) {
-      try {
-        n.vt->stop(n.self, &n.ctx);
-      } catch (...) {
-        spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
-      }
-    }
+  for (size_t i : order_) stop_node(nodes_[i]);
+}
+
+void Task::stop_node(NodeRuntime& n) {
+  if (!n.created || n.ended || !n.vt->stop) return;
+  try {
+    n.vt->stop(n.self, &n.ctx);
+  } catch (...) {
+    spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
   }
 }
 
@@ -720,91 +719,6 @@ void Task::on_io_ready(size_t node, uint64_t watch_id, uint32_t ready) {
 lua::LuaRuntime& Task::lua() {
   if (!lua_) lua_ = std::make_unique<lua::LuaRuntime>();
   return *lua_;
-}
-
-// ---- plugin-reported gauges (sl_host_api.gauge_set) ----
-
-namespace {
-bool gauge_identifier(std::string_view s) {
-  if (s.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(s[0])) return false;
-  return std::all_of(s.begin() + 1, s.end(),
-                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
-}
-}  // namespace
-
-Result<std::string> NodeGauges::prometheus_labels(std::string_view labels) {
-  std::string out;
-  if (labels.empty()) return out;
-  std::vector<std::string_view> keys;
-  size_t pos = 0;
-  while (true) {
-    size_t comma = labels.find(',', pos);
-    std::string_view pair =
-        labels.substr(pos, comma == std::string_view::npos ? labels.npos : comma - pos);
-    size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("gauge label '{}' is not key=value", pair));
-    }
-    std::string_view key = pair.substr(0, eq), value = pair.substr(eq + 1);
-    if (!gauge_identifier(key) || key.starts_with("__") || key == "pipeline" || key == "node" ||
-        key == "type") {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("invalid gauge label key '{}'", key));
-    }
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
-      return Status(SL_INVALID_ARGUMENT, fmt::format("duplicate gauge label key '{}'", key));
-    }
-    keys.push_back(key);
-    if (!out.empty()) out += ',';
-    out += key;
-    out += "=\"";
-    for (char c : value) {
-      if (c == '\\' || c == '"') {
-        out += '\\';
-        out += c;
-      } else if (c == '\n') {
-        out += "\\n";
-      } else {
-        out += c;
-      }
-    }
-    out += '"';
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
-std::optional<std::string> NodeGauges::set(std::string_view name, std::string_view labels,
-                                           double value) {
-  if (!gauge_identifier(name)) return fmt::format("invalid gauge name '{}'", name);
-  // Names the host's own sluice_node_* families use, or Prometheus reserves for them.
-  for (std::string_view reserved : {"_total", "_bucket", "_sum", "_count"}) {
-    if (name.ends_with(reserved)) {
-      return fmt::format("gauge name '{}' ends with '{}' (reserved)", name, reserved);
-    }
-  }
-  if (name == "batch_latency_seconds")
-    return std::string("gauge name 'batch_latency_seconds' is reserved");
-  auto rendered = prometheus_labels(labels);
-  if (!rendered.is_ok()) return std::string(rendered.status().message());
-  std::pair<std::string, std::string> key(std::string(name), std::move(rendered).value());
-  std::lock_guard lock(mutex_);
-  if (std::isnan(value)) {
-    series_.erase(key);
-  } else {
-    series_[std::move(key)] = value;
-  }
-  return std::nullopt;
-}
-
-std::vector<NodeGauges::Series> NodeGauges::snapshot() const {
-  std::vector<Series> out;
-  std::lock_guard lock(mutex_);
-  out.reserve(series_.size());
-  for (const auto& [key, value] : series_) out.push_back({key.first, key.second, value});
-  return out;
 }
 
 }  // namespace sluice::host

@@ -1,5 +1,5 @@
 // A task: one instance of the graph, run by one executor thread on its own
-// io_context (DESIGN.md "Execution model"). Operator code never needs locks:
+// io_context (docs/ARCHITECTURE.md, "Execution"). Operator code never needs locks:
 // every callback of every node of a task runs on this one thread.
 //
 // Data moves depth-first: a node's emit() calls each consumer's process()
@@ -9,26 +9,26 @@
 // runs timers and work posted from other threads.
 #pragma once
 
+#include "common/plugin_call.hpp"
 #include "common/result.hpp"
 #include "graph/graph_spec.hpp"
 #include "executor/clock.hpp"
+#include "executor/epoch_participant.hpp"
 #include "executor/io_watches.hpp"
+#include "executor/node_gauges.hpp"
 #include "executor/timer_queue.hpp"
 #include "value/value.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
 #include <sluice/sluice.h>
 
 #include <array>
 #include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -112,29 +112,6 @@ struct NodeCounters {
   }
 };
 
-// Plugin-reported gauges of one node in one task (sl_host_api.gauge_set): written
-// by the task thread (rarely: per poll or per second), read by the admin thread.
-// A small mutex guards the map.
-class NodeGauges {
- public:
-  struct Series {
-    std::string name;    // "kafka_consumer_lag" (rendered as sluice_node_<name>)
-    std::string labels;  // Prometheus label pairs, values escaped: topic="t",partition="3"
-    double value = 0;
-  };
-  // Sets (or, for NaN, removes) the series. `labels` is the ABI's "k=v,k=v" form.
-  // Returns an error message for an invalid name or labels (nothing stored).
-  std::optional<std::string> set(std::string_view name, std::string_view labels, double value);
-  // Every series, sorted by (name, labels).
-  [[nodiscard]] std::vector<Series> snapshot() const;
-  // Converts "k=v,k=v" into Prometheus label pairs; an error message when invalid.
-  static Result<std::string> prometheus_labels(std::string_view labels);
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, double> series_;
-};
-
 struct NodeRuntime {
   sl_context ctx{};
   std::string id;
@@ -183,7 +160,7 @@ struct TaskOptions {
   const Clock* clock = nullptr;  // required; VirtualClock for test mode
 };
 
-class Task {
+class Task final : public EpochParticipant {
  public:
   Task(const GraphSpec& spec, TaskOptions options);
   ~Task();
@@ -235,28 +212,17 @@ class Task {
   // Checkpoint support (see docs/CHECKPOINTING.md): the state of every stateful
   // node (SL_NODE_STATEFUL with a snapshot callback), by node id. Task thread,
   // between deliveries.
-  Result<std::vector<std::pair<std::string, Value>>> snapshot_states();
+  Result<NodeStates> snapshot_states();
   // After create() and before start(): hands each node its saved state.
-  Status restore_states(const std::vector<std::pair<std::string, Value>>& states);
+  Status restore_states(const NodeStates& states) override;
 
-  // -- the checkpoint epoch protocol (checkpoint/task_epoch.cc) ---------------
-  using NodeStates = std::vector<std::pair<std::string, Value>>;
-  using EpochDone = std::function<void(uint64_t epoch, Result<NodeStates> states)>;
-  // Thread-safe: starts `epoch` between two polls: sources pause, sinks are
-  // asked to prepare; once all answered, `done` runs on the task thread with
-  // the snapshot. Not run at all when the task has stopped.
-  void begin_checkpoint(uint64_t epoch, bool final, EpochDone done);
-  // Thread-safe: the epoch was stored (commit: sinks, then the others) or not
-  // (abort); `done` then runs on the task thread (not when the task failed).
-  // Sources resume; after a final epoch the nodes are stopped (not finished)
-  // and run() returns.
-  void end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done = {});
+  // -- the checkpoint epoch protocol (executor/task_epoch.cc) -----------------
+  // The coordinator's view: EpochParticipant (executor/epoch_participant.hpp).
+  void begin_checkpoint(uint64_t epoch, bool final, EpochDone done) override;
+  void end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done) override;
+  Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states) override;
   // sl_host_api.checkpoint_ready (task thread).
   void checkpoint_ready(size_t node, uint64_t epoch, sl_status status);
-  // After create(), before restore_states(): asks nodes with
-  // checkpoint_recover whether their commit of `epoch` happened. False when
-  // one says it did not.
-  Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states);
 
   [[nodiscard]] bool complete() const;
   [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
@@ -279,6 +245,9 @@ class Task {
   const TaskOptions& options() const { return options_; }
   // The sandboxed Lua state of this task's Lua functions, made on first use.
   lua::LuaRuntime& lua();
+  // The plugins of this task's graph (GraphSpec::registry): function_bind resolves names
+  // here. Null when the spec was given none.
+  [[nodiscard]] const PluginRegistry* registry() const { return registry_.get(); }
 
  private:
   // Calls a plugin callback, turning a failure (status or escaped exception)
@@ -319,8 +288,14 @@ class Task {
   void rearm_wakeup();
   void on_state_change();
   void abort_nodes();
+  // sl_node_type.stop of a created node that has not ended (void: an escaped exception is
+  // logged).
+  void stop_node(NodeRuntime& n);
   void on_io_ready(size_t node, uint64_t watch_id, uint32_t ready);
 
+  // Declared first, destroyed last: the nodes' destroy callbacks, and the release callbacks
+  // of values they made, are plugin code, which this keeps loaded.
+  std::shared_ptr<const PluginRegistry> registry_;
   const GraphSpec& spec_;
   TaskOptions options_;
   std::vector<NodeRuntime> nodes_;  // spec nodes in spec order, then capture nodes
@@ -345,7 +320,7 @@ class Task {
   // See lua(). Destroyed after ~Task's body, where the nodes release their functions.
   std::unique_ptr<lua::LuaRuntime> lua_;
 
-  // The running checkpoint epoch (checkpoint/task_epoch.cc); sources are not
+  // The running checkpoint epoch (executor/task_epoch.cc); sources are not
   // polled, and the timers, io readiness and posts of non-sink nodes are held
   // while it is set: nothing may reach the sinks between prepare and snapshot.
   struct Epoch {
@@ -369,15 +344,7 @@ template <class F>
 sl_status Task::call_guarded(size_t node, F&& call) {
   const uint32_t outer = in_callback_.load(std::memory_order_relaxed);
   in_callback_.store(static_cast<uint32_t>(node) + 1, std::memory_order_relaxed);
-  sl_status status = SL_INTERNAL;
-  try {
-    status = call();
-  } catch (const std::exception& e) {
-    nodes_[node].error =
-        fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
-  } catch (...) {
-    nodes_[node].error = "plugin let an exception escape (an ABI violation)";
-  }
+  const sl_status status = call_plugin(nodes_[node].error, std::forward<F>(call));
   in_callback_.store(outer, std::memory_order_relaxed);
   return status;
 }

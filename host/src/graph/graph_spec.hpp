@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,6 +100,13 @@ struct CheckpointSettings {
 };
 
 struct GraphSpec {
+  // The plugins this graph was validated against: NodeSpec::info, CheckpointSettings::
+  // store_info and the functions its nodes bind (sl_host_api.function_bind resolves names
+  // here, through the node's task) all live in it, and the plugins' code stays loaded while
+  // anything holds it. Shared by the spec, its tasks and its checkpoint store, so none of them
+  // can outlive the plugins it came from (a reload loads a new registry for the new graph).
+  // Set by load_pipeline; validate_config leaves it to the caller, who owns the registry.
+  std::shared_ptr<const PluginRegistry> registry;
   std::filesystem::path file;
   std::string name;                                // `name` at top level, else the file's stem
   std::vector<std::filesystem::path> plugin_dirs;  // resolved against the file's directory

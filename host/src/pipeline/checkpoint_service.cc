@@ -18,13 +18,13 @@ void CheckpointService::install(RunnerHooks& hooks, boost::asio::io_context& con
   control_ = &control;
   hooks.before_start = [this](PipelineRunner& runner) { return before_start(runner); };
   hooks.after_create = [this](Task& task, uint32_t index) {
-    return coordinators_.back()->restore_task(&task, index);
+    return current_->restore_task(&task, index);
   };
   hooks.task_finished = [this](uint32_t index, const Status& status) {
-    coordinators_.back()->task_finished(index, status);
+    current_->task_finished(index, status);
   };
   hooks.replace_stop = [this](PipelineRunner& /*runner*/) {
-    checkpoint::Coordinator& c = *coordinators_.back();
+    checkpoint::Coordinator& c = *current_;
     return c.stop_with_final_checkpoint([](Status outcome) {
       if (outcome.is_ok()) {
         spdlog::info("final checkpoint written; the tasks stop without finishing their nodes");
@@ -36,8 +36,8 @@ void CheckpointService::install(RunnerHooks& hooks, boost::asio::io_context& con
 }
 
 std::string CheckpointService::metrics() const {
-  if (coordinators_.empty()) return {};
-  const checkpoint::Coordinator& c = *coordinators_.back();
+  if (!current_) return {};
+  const checkpoint::Coordinator& c = *current_;
   const checkpoint::Coordinator::Stats& s = c.stats();
   return fmt::format(
       "# HELP sluice_checkpoints_total Checkpoints stored and committed by the running graph.\n"
@@ -60,17 +60,19 @@ Status CheckpointService::before_start(PipelineRunner& runner) {
     c = std::move(first_);
     c->rebind(runner.spec());
   } else {
-    // A reload: the new graph resumes from the checkpoint the old one wrote when it stopped.
+    // A reload: the old graph has stopped. Its coordinator goes first, closing the old store
+    // before the new graph opens its own; the new graph resumes from the checkpoint the old
+    // one wrote when it stopped.
+    current_.reset();
     checkpoint::ResetState none;
     SLUICE_ASSIGN_OR_RETURN(auto store, checkpoint::open_store(runner.spec()));
     c = std::make_unique<checkpoint::Coordinator>(runner.spec(), std::move(store), none);
     SLUICE_RETURN_IF_ERROR(c->load());
   }
-  if (!coordinators_.empty()) coordinators_.back()->detach();
-  std::vector<Task*> tasks;
+  std::vector<EpochParticipant*> tasks;
   for (const auto& t : runner.tasks()) tasks.push_back(t.get());
   c->attach(*control_, std::move(tasks));
-  coordinators_.push_back(std::move(c));
+  current_ = std::move(c);
   return Status::ok();
 }
 

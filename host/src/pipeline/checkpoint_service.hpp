@@ -11,7 +11,6 @@
 #include <boost/asio/io_context.hpp>
 
 #include <memory>
-#include <vector>
 
 namespace sluice::host {
 
@@ -34,7 +33,9 @@ class CheckpointService {
   checkpoint::ResetState reset_;
   boost::asio::io_context* control_ = nullptr;
   std::unique_ptr<checkpoint::Coordinator> first_;  // loaded by create(), used by the first graph
-  std::vector<std::unique_ptr<checkpoint::Coordinator>> coordinators_;  // the current one last
+  // The running graph's. A reload replaces it once the old graph has stopped, which closes
+  // the old store and releases the old graph's plugins (the store holds GraphSpec::registry).
+  std::unique_ptr<checkpoint::Coordinator> current_;
 };
 
 }  // namespace sluice::host

@@ -37,7 +37,6 @@ Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
       out.diagnostics.push_back({Severity::error, {}, "", "", "plugin: " + p.message});
     }
   }
-  set_function_registry(registry.get());
   if (out.diagnostics.empty()) out.value = std::move(registry);
   return out;
 }
@@ -68,10 +67,11 @@ Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
 
   auto plugins = load_plugins(all_dirs, origins);
   if (failed(plugins)) return out;
-  auto validated = validate_config(doc, **plugins.value);
+  std::shared_ptr<const PluginRegistry> registry = std::move(*plugins.value);
+  auto validated = validate_config(doc, *registry);
   if (failed(validated)) return out;
-  out.value =
-      LoadedPipeline{std::move(*plugins.value), std::move(doc), std::move(*validated.value)};
+  out.value = LoadedPipeline{std::move(doc), std::move(*validated.value)};
+  out.value->spec.registry = std::move(registry);
   return out;
 }
 

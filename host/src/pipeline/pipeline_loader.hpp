@@ -17,8 +17,9 @@
 
 namespace sluice::host {
 
+// One graph generation: its config and its spec, which owns the plugins it was loaded with
+// (GraphSpec::registry).
 struct LoadedPipeline {
-  std::unique_ptr<PluginRegistry> registry;
   std::optional<ConfigDocument> document;
   GraphSpec spec;
 };

@@ -431,7 +431,8 @@ typedef struct sl_host_api {
   /** Bind a function named in config: `spec` (borrowed) is the normalised
    *  `{ name, args }` (or `{ lua, file, line }`) object of a SL_PARAM_FUNCTION
    *  parameter, or a string name. Lua functions report SL_FUNCTION_MAP as their
-   *  kind: call them with the arity you need (a reducer: acc, x).
+   *  kind: call them with the arity you need (a reducer: acc, x). `ctx` is the
+   *  binding node's: names resolve in the plugins its graph was loaded with.
    *  On success *out is owned by the caller; release with function_release.
    *  Errors (unknown name, bad args) are set on ctx. */
   sl_status (*function_bind)(sl_context* ctx, sl_value spec, sl_bound_function** out);

@@ -26,12 +26,11 @@ namespace {
 class FunctionsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    registry_ = std::make_unique<PluginRegistry>();
+    registry_ = std::make_shared<PluginRegistry>();
     PluginLoader loader(*registry_, host_api_table());
     const auto file = std::filesystem::path(SLUICE_TEST_PLUGIN_DIR) / "libsluice_core_ops.so";
     Status loaded = loader.load_file(file);
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
-    set_function_registry(registry_.get());
     // A task of one node, only to have a real context to bind functions on.
     auto doc = parse_config_string("[sources.src]\ntype = \"from_iterable\"\nvalues = []\n",
                                    "functions_test.toml");
@@ -39,6 +38,7 @@ class FunctionsTest : public ::testing::Test {
     auto spec = validate_config(*doc.value, *registry_);
     ASSERT_TRUE(spec.ok());
     spec_ = std::make_unique<GraphSpec>(std::move(*spec.value));
+    spec_->registry = registry_;  // function_bind resolves names in the task's graph
     clock_ = std::make_unique<VirtualClock>(0);
     task_ = std::make_unique<Task>(*spec_, TaskOptions{1024, 0, 1, clock_.get()});
     ASSERT_TRUE(task_->create().is_ok());
@@ -46,7 +46,6 @@ class FunctionsTest : public ::testing::Test {
   static void TearDownTestSuite() {
     task_.reset();
     spec_.reset();
-    set_function_registry(nullptr);
     registry_.reset();
   }
 
@@ -112,13 +111,13 @@ class FunctionsTest : public ::testing::Test {
     return call(name, args, {acc, x});
   }
 
-  static std::unique_ptr<PluginRegistry> registry_;
+  static std::shared_ptr<PluginRegistry> registry_;
   static std::unique_ptr<GraphSpec> spec_;
   static std::unique_ptr<VirtualClock> clock_;
   static std::unique_ptr<Task> task_;
 };
 
-std::unique_ptr<PluginRegistry> FunctionsTest::registry_;
+std::shared_ptr<PluginRegistry> FunctionsTest::registry_;
 std::unique_ptr<GraphSpec> FunctionsTest::spec_;
 std::unique_ptr<VirtualClock> FunctionsTest::clock_;
 std::unique_ptr<Task> FunctionsTest::task_;

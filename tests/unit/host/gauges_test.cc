@@ -2,7 +2,7 @@
 // format "k=v,k=v", escaping for Prometheus, NaN removal, rejected names and labels.
 // /metrics rendering of these series is checked end to end by
 // tests/service/test_gauges.py.
-#include "executor/task.hpp"
+#include "executor/node_gauges.hpp"
 
 #include <gtest/gtest.h>
 

@@ -313,7 +313,6 @@ class IoTaskTest : public ::testing::Test {
     static const sl_node_type* types[] = {&io_src, &no_on_io, &rec};
     static sl_plugin plugin = test_support::in_process_plugin("io_test_nodes", types);
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
-    set_function_registry(&registry_);
     spec_ = load(R"(
 [sources.src]
 type = "io_src"

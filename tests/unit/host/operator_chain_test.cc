@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -102,7 +103,7 @@ class OperatorChainTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_sink.clear();
-    PluginLoader loader(registry_, host_api_table());
+    PluginLoader loader(*registry_, host_api_table());
     const auto file = std::filesystem::path(SLUICE_TEST_PLUGIN_DIR) / "libsluice_core_ops.so";
     Status loaded = loader.load_file(file);
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
@@ -121,8 +122,7 @@ class OperatorChainTest : public ::testing::Test {
     }();
     static const sl_node_type* types[] = {&keyed, &record, &twice};
     static sl_plugin plugin = test_support::in_process_plugin("chain_test_nodes", types);
-    ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
-    set_function_registry(&registry_);
+    ASSERT_TRUE(registry_->add_plugin(&plugin, "<test>", nullptr).is_ok());
   }
 
   // map(add 1) → filter(gt 2) → map(to_string) → filter(truthy) → map(strip), and a
@@ -155,8 +155,9 @@ class OperatorChainTest : public ::testing::Test {
     g_sink.clear();
     auto doc = parse_config_string(toml, "chain.toml");
     EXPECT_TRUE(doc.ok());
-    auto spec = validate_config(*doc.value, registry_);
+    auto spec = validate_config(*doc.value, *registry_);
     for (const auto& d : spec.diagnostics) ADD_FAILURE() << d.to_string();
+    spec.value->registry = registry_;  // the functions the maps and filters bind
     Task task(*spec.value, TaskOptions{7, 0, 1, &clock_});
     Outcome o;
     o.status = task.create();
@@ -170,7 +171,7 @@ class OperatorChainTest : public ::testing::Test {
     return o;
   }
 
-  PluginRegistry registry_;
+  std::shared_ptr<PluginRegistry> registry_ = std::make_shared<PluginRegistry>();
   RealClock clock_;
 };
 
@@ -201,7 +202,7 @@ TEST_F(OperatorChainTest, ChainedNodesGiveWhatProcessGives) {
 // chained it gives what process gives.
 TEST_F(OperatorChainTest, RemoveChainsAsFilterDoes) {
   for (const char* type : {"filter", "remove"}) {
-    const NodeTypeInfo* info = registry_.find_node_type(type);
+    const NodeTypeInfo* info = registry_->find_node_type(type);
     ASSERT_NE(info, nullptr) << type;
     EXPECT_NE(info->vtable.select_values, nullptr) << type;
   }

@@ -242,7 +242,6 @@ class TaskTest : public ::testing::Test {
                                           &picky,    &gate,   &held};
     static sl_plugin plugin = test_support::in_process_plugin("test_nodes", types);
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
-    set_function_registry(&registry_);
   }
 
   GraphSpec load(const std::string& toml) {

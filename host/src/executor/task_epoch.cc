@@ -1,8 +1,9 @@
-// The task's side of the checkpoint epoch protocol (docs/CHECKPOINTING.md):
-// pause sources, ask sinks to prepare, wait for their answers while the loop
-// keeps running the sinks' posts, io and timers (those of other nodes are held),
-// snapshot, then commit or abort and resume. Member functions of Task, kept here beside the
-// coordinator.
+// The task's side of the checkpoint epoch protocol (docs/CHECKPOINTING.md), Task's
+// implementation of EpochParticipant (executor/epoch_participant.hpp): pause sources, ask
+// sinks to prepare, wait for their answers while the loop keeps running the sinks' posts, io
+// and timers (those of other nodes are held), snapshot, then commit or abort and resume. The
+// coordinator (checkpoint/coordinator.cc) drives it through that interface.
+#include "common/plugin_call.hpp"
 #include "executor/task.hpp"
 
 #include <boost/asio/post.hpp>
@@ -10,23 +11,6 @@
 #include <spdlog/spdlog.h>
 
 namespace sluice::host {
-namespace {
-
-// Runs a plugin callback, turning an escaped exception into SL_INTERNAL with
-// the message in `error` (as Task's own guard does).
-template <class F>
-sl_status guarded(std::string& error, F&& call) {
-  try {
-    return call();
-  } catch (const std::exception& e) {
-    error = fmt::format("plugin let an exception escape (an ABI violation): {}", e.what());
-  } catch (...) {
-    error = "plugin let an exception escape (an ABI violation)";
-  }
-  return SL_INTERNAL;
-}
-
-}  // namespace
 
 void Task::begin_checkpoint(uint64_t epoch, bool final, EpochDone done) {
   boost::asio::post(io_, [this, epoch, final, done = std::move(done)]() mutable {
@@ -57,7 +41,7 @@ void Task::begin_checkpoint(uint64_t epoch, bool final, EpochDone done) {
       NodeRuntime& n = nodes_[i];
       n.error.clear();
       sl_status st =
-          guarded(n.error, [&] { return n.vt->checkpoint_prepare(n.self, &n.ctx, epoch); });
+          call_plugin(n.error, [&] { return n.vt->checkpoint_prepare(n.self, &n.ctx, epoch); });
       if (st != SL_OK && epoch_ && epoch_->asked[i]) {
         fail(i, "checkpoint_prepare", st);
         return;
@@ -103,7 +87,7 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
         auto* fn = stored ? n.vt->checkpoint_commit : n.vt->checkpoint_abort;
         if (!fn) continue;
         n.error.clear();
-        sl_status st = guarded(n.error, [&] { return fn(n.self, &n.ctx, epoch); });
+        sl_status st = call_plugin(n.error, [&] { return fn(n.self, &n.ctx, epoch); });
         if (st != SL_OK) {
           fail(i, stored ? "checkpoint_commit" : "checkpoint_abort", st);
           return false;
@@ -152,15 +136,8 @@ void Task::stop_after_final_checkpoint() {
   // node is told to stop; finish() is NOT called (it would emit partial
   // results that the restored state will produce again; see CHECKPOINTING.md).
   for (size_t i : order_) {
-    NodeRuntime& n = nodes_[i];
-    if (n.created && !n.ended && n.vt->stop) {
-      try {
-        n.vt->stop(n.self, &n.ctx);
-      } catch (...) {
-        spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
-      }
-    }
-    n.ended = true;
+    stop_node(nodes_[i]);
+    nodes_[i].ended = true;
     timers_.cancel_node(i);
   }
   spdlog::info("task {}: stopped after the final checkpoint", options_.task_index);
@@ -176,7 +153,7 @@ Result<bool> Task::recover_checkpoint(uint64_t epoch, const NodeStates& states) 
     int32_t committed = 1;
     n.error.clear();
     const sl_value raw = state.raw();  // a structured binding: clang 14 cannot capture it
-    sl_status st = guarded(
+    sl_status st = call_plugin(
         n.error, [&] { return n.vt->checkpoint_recover(n.self, &n.ctx, epoch, raw, &committed); });
     if (st != SL_OK) {
       fail(*index, "checkpoint_recover", st);

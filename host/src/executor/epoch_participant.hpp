@@ -1,0 +1,47 @@
+// The task's side of the checkpoint epoch protocol (docs/CHECKPOINTING.md), as the
+// checkpoint coordinator sees it. Task implements it (executor/task_epoch.cc); the
+// coordinator (checkpoint/coordinator.hpp) knows tasks only through this interface, so the
+// checkpoint module depends on the executor and never the other way round.
+#pragma once
+
+#include "common/result.hpp"
+#include "value/value.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice::host {
+
+class EpochParticipant {
+ public:
+  // The state of every stateful node (SL_NODE_STATEFUL with a snapshot callback), by node id.
+  using NodeStates = std::vector<std::pair<std::string, Value>>;
+  using EpochDone = std::function<void(uint64_t epoch, Result<NodeStates> states)>;
+
+  // Thread-safe: starts `epoch` between two polls: sources pause, sinks are asked to
+  // prepare; once all answered, `done` runs on the task thread with the snapshot. Not run
+  // at all when the task has stopped.
+  virtual void begin_checkpoint(uint64_t epoch, bool final, EpochDone done) = 0;
+  // Thread-safe: the epoch was stored (commit: sinks, then the others) or not (abort);
+  // `done` then runs on the task thread (not when the task failed). Sources resume; after a
+  // final epoch the nodes are stopped (not finished) and the task's run() returns.
+  virtual void end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done) = 0;
+  // Task thread, after the nodes were created and before restore_states(): asks nodes with
+  // checkpoint_recover whether their commit of `epoch` happened. False when one says it
+  // did not.
+  virtual Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states) = 0;
+  // Task thread, after the nodes were created and before they start: hands each node its
+  // saved state.
+  virtual Status restore_states(const NodeStates& states) = 0;
+
+ protected:
+  EpochParticipant() = default;
+  ~EpochParticipant() = default;  // not owned through this interface
+  EpochParticipant(const EpochParticipant&) = default;
+  EpochParticipant& operator=(const EpochParticipant&) = default;
+};
+
+}  // namespace sluice::host
