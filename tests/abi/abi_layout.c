@@ -374,7 +374,7 @@ static void check_coverage(void) {
     }
   }
   if (sizeof(sl_value) != 16)
-    fail("%s%s: a value must fit in 16 bytes (DESIGN.md)", "sl_value", "");
+    fail("%s%s: a value must fit in 16 bytes (docs/ARCHITECTURE.md, The ABI)", "sl_value", "");
 }
 
 /* ---- printing -------------------------------------------------------------------- */

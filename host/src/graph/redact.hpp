@@ -1,5 +1,5 @@
 // Redaction of secrets in node configs, wherever a config is shown: `sluiced graph
-// --format json`, `sluiced validate --json`, the admin endpoint's /graph. One rule, here.
+// --format json` and the admin endpoint's /graph. One rule, here.
 #pragma once
 
 #include "value/value.hpp"

@@ -670,10 +670,11 @@ typedef struct sl_node_type {
 
   /* ABI 1.1: checkpoints (the epoch protocol of docs/CHECKPOINTING.md). An epoch
    * runs on each task between two source polls: sources are paused, every
-   * live sink is asked to prepare, the host waits for all their answers
-   * (timers of non-sink nodes are held meanwhile; posts, io and sinks' timers
-   * keep running), snapshots every stateful node, stores the checkpoint, then
-   * calls checkpoint_commit on sinks and then on sources, and resumes polling. */
+   * live sink is asked to prepare, the host waits for all their answers (the
+   * timers, io readiness and posts of non-sink nodes are held meanwhile and
+   * run once the epoch ends; a sink's own keep running), snapshots every
+   * stateful node, stores the checkpoint, then calls checkpoint_commit on
+   * sinks and then on sources, and resumes polling. */
 
   /** Optional (sinks). Make everything received before this call durable for
    *  `epoch`, then answer with sl_host_api.checkpoint_ready(ctx, epoch, status)
