@@ -1,8 +1,8 @@
 #include "admin/admin_endpoint.hpp"
 
 #include "admin/graph_page.hpp"
-#include "pipeline/pipeline_runner.hpp"
 #include "graph/graph_export.hpp"
+#include "pipeline/pipeline_runner.hpp"
 
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/ip/address.hpp>

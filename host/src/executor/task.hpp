@@ -11,12 +11,12 @@
 
 #include "common/plugin_call.hpp"
 #include "common/result.hpp"
-#include "graph/graph_spec.hpp"
 #include "executor/clock.hpp"
 #include "executor/epoch_participant.hpp"
 #include "executor/io_watches.hpp"
 #include "executor/node_gauges.hpp"
 #include "executor/timer_queue.hpp"
+#include "graph/graph_spec.hpp"
 #include "value/value.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
