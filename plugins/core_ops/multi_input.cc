@@ -41,7 +41,7 @@ Status emit_all(Context ctx, std::vector<Value>& values, std::vector<int64_t>& t
     messages[i].key = sl_null();
     messages[i].headers = sl_null();
     messages[i].timestamp_ns = times[i];
-    messages[i].reserved = 0;
+    messages[i].key_group = 0;  // a new message from several inputs: no group
   }
   Status st = ctx.emit(messages);
   values.clear();

@@ -1,7 +1,8 @@
 // Multi-input operators of the core_ops plugin: zip, combine_latest, zip_latest, union and
 // collect. Where streamz emits tuples they emit arrays, items in `inputs` order. A combined
-// element carries the latest event time of its parts and no key or headers; union passes
-// messages on unchanged.
+// element carries the latest event time of its parts and no key, headers or key group
+// (sl_message.key_group 0: a new message made of several); union passes messages on
+// unchanged.
 #pragma once
 
 #include <sluice/sluice.hpp>
