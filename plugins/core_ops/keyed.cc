@@ -64,8 +64,8 @@ Status KeyBy::process(Context ctx, uint32_t /*input*/, Batch batch) {
   in_.reserve(batch.size());
   for (const sl_message& m : batch) in_.push_back(m.value);  // borrowed from the batch
   keys_.clear();
-  keys_.resize(batch.size());
-  SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in_, keys_));
+  keys_.resize(batch.size());  // null slots, as map_keys expects
+  SLUICE_SDK_RETURN_IF_ERROR(map_keys(ctx, in_, keys_));
   messages_.clear();
   messages_.reserve(batch.size());
   size_t i = 0;
@@ -76,6 +76,10 @@ Status KeyBy::process(Context ctx, uint32_t /*input*/, Batch batch) {
   Status st = ctx.emit(messages_);
   keys_.clear();
   return st;
+}
+
+Status KeyBy::map_keys(Context /*ctx*/, std::span<const sl_value> in, std::span<Value> out) {
+  return fn_.call_batch(in, out);
 }
 
 // ---- aggregate ----------------------------------------------------------------------------

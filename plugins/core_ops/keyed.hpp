@@ -33,6 +33,8 @@ class KeyBy final : public sdk::Operator {
 
   KeyBy(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
+  /// Operator chaining (sl_node_type.map_keys, ABI 1.2): the keys process gives.
+  sdk::Status map_keys(sdk::Context ctx, std::span<const sl_value> in, std::span<sdk::Value> out);
 
  private:
   sdk::Function fn_;

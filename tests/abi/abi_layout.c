@@ -185,6 +185,7 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, map_values),
     FIELD(sl_node_type, select_values),
     FIELD(sl_node_type, validate),
+    FIELD(sl_node_type, map_keys),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),

@@ -46,8 +46,8 @@ extern "C" {
 /** ABI minor version: grows when fields or functions are appended.
  *  1.1: checkpoints, io watches, operator chaining, gauges (see "ABI 1.1" marks).
  *  1.2: value constraints on parameters (sl_param.min_int ...), the optional
- *       validate callbacks of node types and functions, and sl_message.key_group
- *       (see "Since 1.2"). */
+ *       validate callbacks of node types and functions, sl_message.key_group and
+ *       sl_node_type.map_keys (see "Since 1.2"). */
 #define SL_ABI_MINOR 2
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
@@ -751,6 +751,15 @@ typedef struct sl_node_type {
    *  files, sockets, threads, processes or clients; it may run without the
    *  node ever being created, any number of times, on any thread. */
   sl_status (*validate)(const sl_validate_init* init);
+
+  /** Since 1.2. Optional, operator chaining (see map_values): for operators that
+   *  emit one message per input message with only its key replaced, computed from
+   *  its value, and nothing else (key_by). Writes to out[i] the key process would
+   *  give message i, whose value is in[i] (borrowed); owned by the host after an
+   *  SL_OK return; every out[i] is null on entry. The host carries the keys with
+   *  the values through the rest of the chain. Failure as for map_values. */
+  sl_status (*map_keys)(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                        sl_value* out);
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */

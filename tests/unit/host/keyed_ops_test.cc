@@ -80,6 +80,21 @@ sl_status record_process(void*, sl_context* ctx, uint32_t, const sl_batch* batch
   return SL_OK;
 }
 
+// tagged: map_keys gives "k" + the int value; its process refuses, so a pipeline through
+// it works only when the host chains it.
+sl_status tagged_map_keys(void*, sl_context*, const sl_value* in, size_t count, sl_value* out) {
+  for (size_t i = 0; i < count; ++i) {
+    const std::string key = "k" + std::to_string(in[i].as.i);
+    out[i] = host()->string_create(key.data(), key.size());
+  }
+  return SL_OK;
+}
+sl_status tagged_process(void*, sl_context* ctx, uint32_t, const sl_batch*) {
+  static const char msg[] = "process called";
+  host()->set_error(ctx, msg, sizeof msg - 1);
+  return SL_FAILED_PRECONDITION;
+}
+
 const sl_param k_grouped_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
     {sizeof(sl_param), "words", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
@@ -101,7 +116,13 @@ class KeyedOpsTest : public ::testing::Test {
       t.process = record_process;
       return t;
     }();
-    static const sl_node_type* types[] = {&grouped, &record};
+    static sl_node_type tagged = [] {
+      sl_node_type t = test_support::bare_node_type(SL_ROLE_OPERATOR, "tagged");
+      t.process = tagged_process;
+      t.map_keys = tagged_map_keys;
+      return t;
+    }();
+    static const sl_node_type* types[] = {&grouped, &record, &tagged};
     static sl_plugin plugin = test_support::in_process_plugin("keyed_test_nodes", types);
     ASSERT_TRUE(registry_.add_plugin(&plugin, "<test>", nullptr).is_ok());
     set_function_registry(&registry_);
@@ -111,6 +132,7 @@ class KeyedOpsTest : public ::testing::Test {
     Status status;
     std::map<std::string, std::vector<std::string>> sinks;
     std::map<std::string, Value> states;  // snapshots of the stateful nodes at the end
+    std::map<std::string, std::pair<uint64_t, uint64_t>> counters;  // id -> (in, out)
   };
   // `source` goes into [sources.src] after type = "grouped"; `ops` are the operators; the
   // sink `out` reads `last`.
@@ -127,6 +149,9 @@ class KeyedOpsTest : public ::testing::Test {
     Task task(*spec.value, TaskOptions{7, 0, 1, &clock_});
     Run r;
     r.status = task.create();
+    for (const NodeRuntime& n : task.nodes()) {
+      r.counters[n.id] = {n.counters->messages_in.load(), n.counters->messages_out.load()};
+    }
     if (r.status.is_ok() && restore != nullptr) r.status = task.restore_states(*restore);
     if (r.status.is_ok()) r.status = task.start();
     if (r.status.is_ok()) r.status = task.run();
@@ -136,6 +161,9 @@ class KeyedOpsTest : public ::testing::Test {
       if (states.is_ok()) {
         for (auto& [id, v] : states.value()) r.states[id] = v;
       }
+    }
+    for (const NodeRuntime& n : task.nodes()) {
+      r.counters[n.id] = {n.counters->messages_in.load(), n.counters->messages_out.load()};
     }
     r.sinks = g_sink;
     return r;
@@ -271,6 +299,57 @@ start = 9223372036854775800
   EXPECT_FALSE(r.status.is_ok());
   EXPECT_NE(r.status.message().find("does not fit in a 64-bit int"), std::string::npos)
       << r.status.message();
+}
+
+// key_by joins operator chains (sl_node_type.map_keys, ABI 1.2): map -> key_by -> filter
+// -> map runs over bare values, the keys carried beside them. The same pipeline with
+// on_error = "skip" (never chained) is the reference: same messages, same counters.
+std::string chain_ops(const std::string& policy) {
+  std::string ops;
+  auto op = [&](const char* id, const char* type, const char* input, const std::string& fn) {
+    ops += std::string("[operators.") + id + "]\ntype = \"" + type + "\"\ninputs = [\"" + input +
+           "\"]\n" + fn + "\n" + policy + "\n";
+  };
+  op("inc", "map", "src", R"(function = { name = "add", args = { value = 1 } })");
+  op("keyed", "key_by", "inc", R"x(lua = "'k' .. (x % 4)")x");
+  op("odd", "filter", "keyed", R"(function = { name = "mod", args = { value = 2 } })");
+  op("text", "map", "odd", R"(function = "to_string")");
+  op("counts", "aggregate", "text", "function = \"count\"\nstart = 0");
+  return ops;
+}
+
+TEST_F(KeyedOpsTest, KeyByInAChainGivesWhatProcessGives) {
+  const std::string source = "n = 40\nwords = 1000\nints = 1";
+  Run chained = run(source, chain_ops(""), "counts");
+  Run reference = run(source, chain_ops("on_error = \"skip\""), "counts");
+  ASSERT_TRUE(chained.status.is_ok()) << chained.status.message();
+  ASSERT_TRUE(reference.status.is_ok()) << reference.status.message();
+  EXPECT_EQ(chained.sinks, reference.sinks);
+  EXPECT_EQ(chained.counters, reference.counters);
+  // 1..40, the odd ones (20), keyed k1 or k3 by x % 4, counted per key group (1 + i % 3):
+  // the last, 39 (i = 38, group 3), is the 4th k3 of group 3 (3, 15, 27, 39).
+  ASSERT_EQ(chained.sinks["out"].size(), 20u);
+  EXPECT_EQ(chained.sinks["out"].front(), R"(1 "k1" g1 1000 {"h":0})");
+  EXPECT_EQ(chained.sinks["out"].back(), R"(4 "k3" g3 1038 {"h":38})");
+}
+
+TEST_F(KeyedOpsTest, TheHostChainsMapKeysAndCarriesTheKeysThroughFilters) {
+  // `tagged` refuses process: the run works only because the host chains it.
+  const char* ops = R"([operators.tagged]
+type = "tagged"
+inputs = ["src"]
+[operators.even]
+type = "filter"
+inputs = ["tagged"]
+function = { name = "mod", args = { value = 2 } }
+)";
+  Run r = run("n = 6\nwords = 100\nints = 1\nkeyless = 1", ops, "even");
+  ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+  const std::vector<std::string> want{R"(1 "k1" g2 1001 {"h":1})", R"(3 "k3" g1 1003 {"h":3})",
+                                      R"(5 "k5" g3 1005 {"h":5})"};
+  EXPECT_EQ(r.sinks["out"], want);
+  EXPECT_EQ(r.counters["tagged"], std::make_pair(uint64_t{6}, uint64_t{6}));
+  EXPECT_EQ(r.counters["even"], std::make_pair(uint64_t{6}, uint64_t{3}));
 }
 
 }  // namespace
