@@ -35,15 +35,19 @@ Value object(std::vector<std::pair<std::string, Value>> entries) { return Value:
 struct Grouped {
   int64_t next = 0, n = 0, words = 1;
   bool ints = false, keyless = false;
+  int64_t group_shift = 0;  // key group 1 + (i + group_shift) % 3
 };
 int64_t config_int(sl_value config, const char* key, int64_t otherwise) {
   sl_value v;
   return host()->object_get(config, key, std::strlen(key), &v) ? v.as.i : otherwise;
 }
 sl_status grouped_create(const sl_node_init* init, void** self) {
-  *self = new Grouped{0, config_int(init->config, "n", 0), config_int(init->config, "words", 1),
+  *self = new Grouped{0,
+                      config_int(init->config, "n", 0),
+                      config_int(init->config, "words", 1),
                       config_int(init->config, "ints", 0) != 0,
-                      config_int(init->config, "keyless", 0) != 0};
+                      config_int(init->config, "keyless", 0) != 0,
+                      config_int(init->config, "group_shift", 0)};
   return SL_OK;
 }
 void grouped_destroy(void* self) { delete static_cast<Grouped*>(self); }
@@ -58,7 +62,7 @@ sl_status grouped_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* st
     std::pair<std::string, Value> header{"h", Value::integer(i)};
     Value headers = Value::object(std::span(&header, 1));
     out.push_back({word.raw(), s->keyless ? sl_null() : word.raw(), headers.raw(), 1000 + i,
-                   static_cast<uint64_t>(1 + i % 3)});
+                   static_cast<uint64_t>(1 + (i + s->group_shift) % 3)});
     held.push_back(std::move(word));
     held.push_back(std::move(headers));
   }
@@ -99,7 +103,8 @@ const sl_param k_grouped_params[] = {
     {sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQUIRED, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
     {sizeof(sl_param), "words", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
     {sizeof(sl_param), "ints", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
-    {sizeof(sl_param), "keyless", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr}};
+    {sizeof(sl_param), "keyless", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr},
+    {sizeof(sl_param), "group_shift", SL_PARAM_INT, 0, nullptr, "", 0, 0, 0.0, 0.0, nullptr}};
 
 class KeyedOpsTest : public ::testing::Test {
  protected:
@@ -350,6 +355,26 @@ function = { name = "mod", args = { value = 2 } }
   EXPECT_EQ(r.sinks["out"], want);
   EXPECT_EQ(r.counters["tagged"], std::make_pair(uint64_t{6}, uint64_t{6}));
   EXPECT_EQ(r.counters["even"], std::make_pair(uint64_t{6}, uint64_t{3}));
+}
+
+// zip of co-partitioned inputs keeps the key group its parts share; parts from different
+// groups give a message of no group (0). Held elements keep their group through a snapshot.
+TEST_F(KeyedOpsTest, ZipKeepsTheKeyGroupOnlyWhenItsPartsAgree) {
+  auto ops = [](int shift) {
+    return "[sources.b]\ntype = \"grouped\"\nn = 3\nints = 1\nwords = 10\ngroup_shift = " +
+           std::to_string(shift) +
+           "\n[operators.pairs]\ntype = \"zip\"\ninputs = [\"src\", \"b\"]\n";
+  };
+  Run same = run("n = 3\nints = 1\nwords = 10", ops(0), "pairs");
+  ASSERT_TRUE(same.status.is_ok()) << same.status.message();
+  const std::vector<std::string> want_same{"[0,0] null g1 1000 null", "[1,1] null g2 1001 null",
+                                           "[2,2] null g3 1002 null"};
+  EXPECT_EQ(same.sinks["out"], want_same);
+  Run shifted = run("n = 3\nints = 1\nwords = 10", ops(1), "pairs");
+  ASSERT_TRUE(shifted.status.is_ok()) << shifted.status.message();
+  const std::vector<std::string> want_none{"[0,0] null g0 1000 null", "[1,1] null g0 1001 null",
+                                           "[2,2] null g0 1002 null"};
+  EXPECT_EQ(shifted.sinks["out"], want_none);
 }
 
 }  // namespace
