@@ -22,8 +22,9 @@ class KeyBy final : public sdk::Operator {
       "Sets each message's key to function(x) of its value x, computed as map computes a "
       "value (`function` with `args`, or `lua`), and passes the value, headers, event time "
       "and key group on unchanged. aggregate keeps its state per key; to_kafka writes the key "
-      "as the record key. key_by only sets the key: keyed state follows its partition across "
-      "members only when the input is already partitioned by that key (docs/SCALING.md).";
+      "as the record key. key_by only sets the key, not the partition: aggregate keeps a "
+      "key's state in the key group of the partition its records come from, so each key has "
+      "one state only when the input is already partitioned by that key (docs/SCALING.md).";
   static constexpr std::array k_params{
       sdk::required("function", SL_PARAM_FUNCTION,
                     "The function giving a message's key from its value, e.g. function = "
