@@ -294,6 +294,27 @@ function = "count_by"
 start = {}
 )"};
 
+// The same count per word as aggregate's keyed state (a changelog: each word's new count
+// goes out), compared with the loop and with wordcount's one count_by object.
+const Pipeline k_keyed_wordcount{"keyed_wordcount", 4, true, R"(
+[operators.words]
+type = "map"
+inputs = ["src"]
+function = "split"
+[operators.flat]
+type = "flatten"
+inputs = ["words"]
+[operators.keyed]
+type = "key_by"
+inputs = ["flat"]
+function = "identity"
+[operators.last]
+type = "aggregate"
+inputs = ["keyed"]
+function = "count"
+start = 0
+)"};
+
 // --- the hand-written loops ---------------------------------------------------------------
 
 void loop_chain(benchmark::State& state) {
@@ -452,8 +473,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::Finalize();
     std::printf("\n%-16s %14s %14s %10s %14s %10s\n", "pipeline", "sluice elem/s", "loop elem/s",
                 "loop/sluice", "floor elem/s", "loop/floor");
-    for (const char* p : {"chain3", "map10", "window10_sum", "window10_lua", "wordcount"}) {
-      const std::string base = std::string(p) == "window10_lua" ? "window10_sum" : p;
+    for (const char* p :
+         {"chain3", "map10", "window10_sum", "window10_lua", "wordcount", "keyed_wordcount"}) {
+      const std::string name = p;
+      const std::string base = name == "window10_lua"      ? "window10_sum"
+                               : name == "keyed_wordcount" ? "wordcount"
+                                                           : name;
       double s = find("sluice/" + std::string(p)), l = find("loop/" + base);
       double f = find("floor/" + std::string(p));
       if (s <= 0 || l <= 0) continue;
@@ -508,6 +533,7 @@ int main(int argc, char** argv) {
   reg("sluice/window10_lua", [](benchmark::State& s) { run_sluice(s, k_window_lua); });
   reg("loop/wordcount", loop_wordcount);
   reg("sluice/wordcount", [](benchmark::State& s) { run_sluice(s, k_wordcount); });
+  reg("sluice/keyed_wordcount", [](benchmark::State& s) { run_sluice(s, k_keyed_wordcount); });
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   RatioReporter reporter;

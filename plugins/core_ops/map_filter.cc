@@ -23,11 +23,6 @@ using sdk::Status;
 using sdk::Value;
 using sdk::ValueRef;
 
-namespace {
-
-/// Binds the FUNCTION key `key` and checks it takes one element: a map or predicate
-/// function, or one of this library's reducers that also reduce an array given alone
-/// (sum, min, max: streamz's map(sum) after a window).
 Function bind_element_function(Context ctx, const Config& cfg, const char* key) {
   const Value spec = cfg.get_value(key);
   Function fn = ctx.bind_function(spec).value();  // a failure is already reported on ctx
@@ -41,6 +36,8 @@ Function bind_element_function(Context ctx, const Config& cfg, const char* key) 
   }
   return fn;
 }
+
+namespace {
 
 /// The batch's values, in order, into `in` (borrowed from the batch).
 void gather_values(Batch batch, std::vector<sl_value>& in) {

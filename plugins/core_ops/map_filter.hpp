@@ -13,6 +13,12 @@
 
 namespace sluice::core_ops {
 
+/// Binds the FUNCTION key `key` and checks it takes one element: a map or predicate
+/// function, or one of this library's reducers that also reduce an array given alone
+/// (sum, min, max: streamz's map(sum) after a window). Throws Config::fail otherwise; a
+/// bind failure is already reported on `ctx`. Used by map, filter and key_by.
+sdk::Function bind_element_function(sdk::Context ctx, const sdk::Config& cfg, const char* key);
+
 /// This library's element functions that map and filter run inline on int elements, without
 /// a call through the host or a Value per element: add, sub, mul and mod with an int
 /// `value`, and eq, ne, gt, ge, lt and le with an int `value` and no `path`. They compute

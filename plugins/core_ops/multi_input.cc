@@ -29,23 +29,25 @@ int64_t later(int64_t a, int64_t b) noexcept {
   return std::max(a, b);
 }
 
-Held held_of(const sl_message& m) { return Held{Value::borrow(m.value), m.timestamp_ns}; }
+Held held_of(const sl_message& m) {
+  return Held{Value::borrow(m.value), m.timestamp_ns, m.key_group};
+}
 
-/// Emits `values` (each with its event time, no key or headers) as one batch and clears
-/// both vectors.
-Status emit_all(Context ctx, std::vector<Value>& values, std::vector<int64_t>& times) {
+/// Emits `values` (each with its parts' event time and key group, no key or headers) as one
+/// batch and clears both vectors.
+Status emit_all(Context ctx, std::vector<Value>& values, std::vector<Parts>& parts) {
   if (values.empty()) return {};
   std::vector<sl_message> messages(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     messages[i].value = values[i].raw();
     messages[i].key = sl_null();
     messages[i].headers = sl_null();
-    messages[i].timestamp_ns = times[i];
-    messages[i].reserved = 0;
+    messages[i].timestamp_ns = parts[i].time_ns;
+    messages[i].key_group = parts[i].key_group;
   }
   Status st = ctx.emit(messages);
   values.clear();
-  times.clear();
+  parts.clear();
   return st;
 }
 
@@ -55,11 +57,13 @@ size_t maxsize_of(const Config& cfg) {
   return static_cast<size_t>(n);
 }
 
-// --- state encoding: an element is [value, time] (time null when absent) ----------------
+// --- state encoding: an element is [value, time] (time null when absent), or
+// [value, time, key group] when it has one --------------------------------------------------
 
 Value encode(const Held& h) {
-  return Value::array(
-      {h.value, h.time_ns == SL_NO_TIMESTAMP ? Value() : Value::integer(h.time_ns)});
+  Value time = h.time_ns == SL_NO_TIMESTAMP ? Value() : Value::integer(h.time_ns);
+  if (h.key_group == sdk::k_no_key_group) return Value::array({h.value, time});
+  return Value::array({h.value, time, Value::integer(static_cast<int64_t>(h.key_group))});
 }
 
 Value encode(const std::deque<Held>& items) {
@@ -88,10 +92,18 @@ Value field(const char* type, ValueRef state, const char* key) {
 }
 
 Held decode(const char* type, ValueRef pair) {
-  if (!pair.is_array() || pair.size() != 2) bad_state(type, "an element is not [value, time]");
+  if (!pair.is_array() || (pair.size() != 2 && pair.size() != 3)) {
+    bad_state(type, "an element is not [value, time] or [value, time, key group]");
+  }
   const Value t = pair[1];
   if (!t.is_null() && !t.is_int()) bad_state(type, "an event time is not an int");
-  return Held{pair[0], t.is_null() ? SL_NO_TIMESTAMP : t.as_int()};
+  uint64_t group = sdk::k_no_key_group;
+  if (pair.size() == 3) {
+    const Value g = pair[2];
+    if (!g.is_int() || g.as_int() < 0) bad_state(type, "a key group is not an int >= 0");
+    group = static_cast<uint64_t>(g.as_int());
+  }
+  return Held{pair[0], t.is_null() ? SL_NO_TIMESTAMP : t.as_int(), group};
 }
 
 std::deque<Held> decode_deque(const char* type, ValueRef items) {
@@ -114,6 +126,12 @@ std::vector<std::optional<Held>> decode_latest(const char* type, ValueRef items,
 }
 
 }  // namespace
+
+void Parts::add(const Held& h) noexcept {
+  time_ns = later(time_ns, h.time_ns);
+  key_group = empty || key_group == h.key_group ? h.key_group : sdk::k_no_key_group;
+  empty = false;
+}
 
 // --- zip -------------------------------------------------------------------------------------
 
@@ -203,7 +221,7 @@ Status Zip::process(Context ctx, uint32_t input, Batch batch) {
     }
     std::vector<Value> items;
     items.reserve(width);
-    int64_t time = SL_NO_TIMESTAMP;
+    Parts parts;
     auto lit = literals_.begin();
     size_t next_input = 0;
     for (size_t pos = 0; pos < width; ++pos) {
@@ -212,12 +230,12 @@ Status Zip::process(Context ctx, uint32_t input, Batch batch) {
         continue;
       }
       Held& h = buffers_[next_input++].front();
-      time = later(time, h.time_ns);
+      parts.add(h);
       items.push_back(std::move(h.value));
     }
     for (auto& b : buffers_) b.pop_front();
     out_values_.push_back(Value::array(items));
-    out_times_.push_back(time);
+    out_parts_.push_back(parts);
     for (size_t i = 0; i < buffers_.size(); ++i) {
       if (ended_[i] && buffers_[i].empty()) {
         exhaust(ctx);  // like Python's zip: the shortest input ends it
@@ -226,7 +244,7 @@ Status Zip::process(Context ctx, uint32_t input, Batch batch) {
     }
   }
   for (uint32_t i = 0; i < buffers_.size(); ++i) update_backpressure(ctx, i);
-  return emit_all(ctx, out_values_, out_times_);
+  return emit_all(ctx, out_values_, out_parts_);
 }
 
 Status Zip::on_input_end(Context ctx, uint32_t input) {
@@ -313,13 +331,13 @@ void CombineLatest::update_backpressure(Context ctx) {
 void CombineLatest::combine() {
   std::vector<Value> items;
   items.reserve(latest_.size());
-  int64_t time = SL_NO_TIMESTAMP;
+  Parts parts;
   for (const auto& h : latest_) {
     items.push_back(h->value);
-    time = later(time, h->time_ns);
+    parts.add(*h);
   }
   out_values_.push_back(Value::array(items));
-  out_times_.push_back(time);
+  out_parts_.push_back(parts);
 }
 
 void CombineLatest::arrive(uint32_t input, Held item) {
@@ -367,7 +385,7 @@ Status CombineLatest::process(Context ctx, uint32_t input, Batch batch) {
   if (dead_) return {};
   for (const sl_message& m : batch) arrive(input, held_of(m));
   update_backpressure(ctx);
-  return emit_all(ctx, out_values_, out_times_);
+  return emit_all(ctx, out_values_, out_parts_);
 }
 
 Status CombineLatest::on_input_end(Context ctx, uint32_t input) {
@@ -438,17 +456,18 @@ void ZipLatest::update_backpressure(Context ctx) {
 void ZipLatest::emit_one(const Held& lossless) {
   std::vector<Value> items;
   items.reserve(latest_.size());
-  int64_t time = lossless.time_ns;
+  Parts parts;
   for (uint32_t i = 0; i < latest_.size(); ++i) {
     if (i == lossless_) {
       items.push_back(lossless.value);
+      parts.add(lossless);
     } else {
       items.push_back(latest_[i]->value);
-      time = later(time, latest_[i]->time_ns);
+      parts.add(*latest_[i]);
     }
   }
   out_values_.push_back(Value::array(items));
-  out_times_.push_back(time);
+  out_parts_.push_back(parts);
 }
 
 Status ZipLatest::process(Context ctx, uint32_t input, Batch batch) {
@@ -471,7 +490,7 @@ Status ZipLatest::process(Context ctx, uint32_t input, Batch batch) {
     }
   }
   update_backpressure(ctx);
-  return emit_all(ctx, out_values_, out_times_);
+  return emit_all(ctx, out_values_, out_parts_);
 }
 
 Status ZipLatest::on_input_end(Context ctx, uint32_t input) {
@@ -537,16 +556,16 @@ void Collect::set_paused(Context ctx, bool paused) {
 Status Collect::flush(Context ctx) {
   std::vector<Value> items;
   items.reserve(cache_.size());
-  int64_t time = SL_NO_TIMESTAMP;
+  Parts parts;
   for (Held& h : cache_) {
-    time = later(time, h.time_ns);
+    parts.add(h);
     items.push_back(std::move(h.value));
   }
   cache_.clear();
   set_paused(ctx, false);
   std::vector<Value> out{Value::array(items)};
-  std::vector<int64_t> times{time};
-  return emit_all(ctx, out, times);
+  std::vector<Parts> all_parts{parts};
+  return emit_all(ctx, out, all_parts);
 }
 
 Status Collect::process(Context ctx, uint32_t input, Batch batch) {

@@ -1,6 +1,7 @@
 // Multi-input operators of the core_ops plugin: zip, combine_latest, zip_latest, union and
 // collect. Where streamz emits tuples they emit arrays, items in `inputs` order. A combined
-// element carries the latest event time of its parts and no key or headers; union passes
+// element carries the latest event time of its parts, no key or headers, and the parts'
+// key group when they all have the same one (co-partitioned inputs; else 0); union passes
 // messages on unchanged.
 #pragma once
 
@@ -15,10 +16,22 @@
 
 namespace sluice::core_ops {
 
-/// One buffered element: its value and event time (SL_NO_TIMESTAMP when it had none).
+/// One buffered element: its value, event time (SL_NO_TIMESTAMP when it had none) and key
+/// group (sl_message.key_group).
 struct Held {
   sdk::Value value;
   int64_t time_ns = SL_NO_TIMESTAMP;
+  uint64_t key_group = sdk::k_no_key_group;
+};
+
+/// What an element made of several carries: the latest event time of its parts, and their
+/// key group when every part has the same one (co-partitioned inputs), else none.
+struct Parts {
+  int64_t time_ns = SL_NO_TIMESTAMP;
+  uint64_t key_group = sdk::k_no_key_group;
+  bool empty = true;
+  /// Adds part `h`.
+  void add(const Held& h) noexcept;
 };
 
 /// `zip`: one element from each input, once every input has one.
@@ -70,7 +83,7 @@ class Zip final : public sdk::Operator {
   bool exhausted_ = false;
   uint64_t dropped_ = 0;
   std::vector<sdk::Value> out_values_;  // per-batch scratch: the arrays to emit
-  std::vector<int64_t> out_times_;
+  std::vector<Parts> out_parts_;
 };
 
 /// `combine_latest`: the latest element of every input, on each arrival on `emit_on`.
@@ -116,7 +129,7 @@ class CombineLatest final : public sdk::Operator {
  private:
   void arrive(uint32_t input, Held item);
   void update_backpressure(sdk::Context ctx);
-  void combine();  // appends the array of latest_ to out_values_/out_times_
+  void combine();  // appends the array of latest_ to out_values_/out_parts_
 
   std::vector<bool> emit_on_;
   bool hold_early_;
@@ -127,7 +140,7 @@ class CombineLatest final : public sdk::Operator {
   bool dead_ = false;                            // an input ended before it had a value
   std::vector<bool> paused_;
   std::vector<sdk::Value> out_values_;
-  std::vector<int64_t> out_times_;
+  std::vector<Parts> out_parts_;
 };
 
 /// `zip_latest`: every element of the lossless input with the latest of the others.
@@ -165,7 +178,7 @@ class ZipLatest final : public sdk::Operator {
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
 
  private:
-  void emit_one(const Held& lossless);  // appends to out_values_/out_times_
+  void emit_one(const Held& lossless);  // appends to out_values_/out_parts_
   void update_backpressure(sdk::Context ctx);
 
   uint32_t lossless_;
@@ -177,7 +190,7 @@ class ZipLatest final : public sdk::Operator {
   bool paused_ = false;
   uint64_t dropped_ = 0;
   std::vector<sdk::Value> out_values_;
-  std::vector<int64_t> out_times_;
+  std::vector<Parts> out_parts_;
 };
 
 /// `union`: every element of every input, unchanged.

@@ -5,6 +5,7 @@
 
 #include "elementwise.hpp"
 #include "functions.hpp"
+#include "keyed.hpp"
 #include "map_filter.hpp"
 #include "multi_input.hpp"
 #include "periodic_sources.hpp"
@@ -23,6 +24,8 @@ SLUICE_PLUGIN("core_ops", "0.1.0",
                                 Partition, PartitionUnique, SlidingWindow, Unique, Pluck, Flatten),
               // time-based operators
               SLUICE_NODE_TYPES(TimedWindow, TimedWindowUnique, Buffer, RateLimit, Delay, Latest),
+              // keyed operators
+              SLUICE_NODE_TYPES(KeyBy, Aggregate),
               // multi-input operators
               SLUICE_NODE_TYPES(Zip, CombineLatest, ZipLatest, Union, Collect),
               // the function library

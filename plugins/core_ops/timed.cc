@@ -27,11 +27,11 @@ namespace timed {
 
 HeldMessage HeldMessage::of(const sl_message& m) {
   return HeldMessage{Value::borrow(ValueRef(m.value)), Value::borrow(ValueRef(m.key)),
-                     Value::borrow(ValueRef(m.headers)), m.timestamp_ns};
+                     Value::borrow(ValueRef(m.headers)), m.timestamp_ns, m.key_group};
 }
 
 sl_message HeldMessage::view() const noexcept {
-  return sl_message{value.raw(), key.raw(), headers.raw(), timestamp_ns, 0};
+  return sl_message{value.raw(), key.raw(), headers.raw(), timestamp_ns, key_group};
 }
 
 Value HeldMessage::to_state() const {
@@ -40,6 +40,9 @@ Value HeldMessage::to_state() const {
   if (!headers.is_null()) entries.emplace_back("headers", headers);
   if (timestamp_ns != SL_NO_TIMESTAMP) {
     entries.emplace_back("timestamp_ns", Value::integer(timestamp_ns));
+  }
+  if (key_group != sdk::k_no_key_group) {
+    entries.emplace_back("key_group", Value::integer(static_cast<int64_t>(key_group)));
   }
   return Value::object(entries);
 }
@@ -50,7 +53,7 @@ Result<HeldMessage> HeldMessage::from_state(ValueRef state, const char* what) {
         std::string(what) + ": checkpoint state has a message without 'value': " + state.to_json());
   }
   HeldMessage m{*state.get("value"), state.get("key").value_or(Value()),
-                state.get("headers").value_or(Value()), SL_NO_TIMESTAMP};
+                state.get("headers").value_or(Value()), SL_NO_TIMESTAMP, sdk::k_no_key_group};
   if (std::optional<Value> ts = state.get("timestamp_ns")) {
     if (!ts->is_int()) {
       return sdk::invalid_argument(
@@ -58,6 +61,15 @@ Result<HeldMessage> HeldMessage::from_state(ValueRef state, const char* what) {
           ": checkpoint state has a non-integer 'timestamp_ns': " + state.to_json());
     }
     m.timestamp_ns = ts->as_int();
+  }
+  if (std::optional<Value> g = state.get("key_group")) {
+    if (!g->is_int() || g->as_int() < 0) {
+      return sdk::invalid_argument(
+          std::string(what) +
+          ": checkpoint state has a 'key_group' that is not a non-negative int: " +
+          state.to_json());
+    }
+    m.key_group = static_cast<uint64_t>(g->as_int());
   }
   return m;
 }

@@ -41,12 +41,13 @@ struct HeldMessage {
   sdk::Value key;
   sdk::Value headers;
   int64_t timestamp_ns = SL_NO_TIMESTAMP;
+  uint64_t key_group = sdk::k_no_key_group;
 
   /// Retains the parts of `m` (borrowed).
   static HeldMessage of(const sl_message& m);
   /// A view for emit(): borrows from *this.
   [[nodiscard]] sl_message view() const noexcept;
-  /// `{ value, key?, headers?, timestamp_ns? }` for a snapshot.
+  /// `{ value, key?, headers?, timestamp_ns?, key_group? }` for a snapshot.
   [[nodiscard]] sdk::Value to_state() const;
   /// The inverse of to_state(); `what` names the node type in errors.
   static sdk::Result<HeldMessage> from_state(sdk::ValueRef state, const char* what);

@@ -129,6 +129,7 @@ sl_message KafkaSource::convert_bytes(rd_kafka_message_t* m) {
   const int64_t ts_ms = rd_kafka_message_timestamp(m, &ts_type);
   out.timestamp_ns = ts_type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts_ms >= 0 ? ts_ms * 1'000'000
                                                                                : SL_NO_TIMESTAMP;
+  out.key_group = sdk::key_group_of_partition(m->partition);
   bool owns = true;                             // false once a wrapped value took the message
   Result<Value> value = decode_value(m, owns);  // bytes: never fails
   out.value = value.is_ok() ? value->release() : sl_null();
@@ -188,6 +189,7 @@ Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka
   out.key = key.release();
   out.headers = headers.release();
   out.timestamp_ns = has_ts ? ts_ms * 1'000'000 : SL_NO_TIMESTAMP;
+  out.key_group = sdk::key_group_of_partition(m->partition);
   return std::optional<sl_message>(out);
 }
 
@@ -427,6 +429,7 @@ Status KafkaSource::emit_batched(Context ctx, std::vector<rd_kafka_message_t*>& 
       out.key = sl_null();
       out.headers = sl_null();
       out.timestamp_ns = ts;
+      out.key_group = sdk::key_group_of_partition(tp.second);  // one partition per element
       st = ctx.emit(out);
       if (st.is_ok()) mark_processed(tp, last_offset);
     }

@@ -83,7 +83,7 @@ static const field_info k_fields[] = {
     FIELD(sl_message, key),
     FIELD(sl_message, headers),
     FIELD(sl_message, timestamp_ns),
-    FIELD(sl_message, reserved),
+    FIELD(sl_message, key_group),
 
     FIELD(sl_batch, struct_size),
     FIELD(sl_batch, message_size),
@@ -185,6 +185,7 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, map_values),
     FIELD(sl_node_type, select_values),
     FIELD(sl_node_type, validate),
+    FIELD(sl_node_type, map_keys),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),

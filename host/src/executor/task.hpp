@@ -141,10 +141,11 @@ struct NodeRuntime {
   std::vector<sl_message> scratch;  // emit_values builds messages here
   // Operator chaining (operator_chain.cc): a chain headed by this node works here.
   struct ChainScratch {
-    std::vector<sl_value> values, next;  // the elements between operators
-    std::vector<uint32_t> rows;          // each element's message in the head's input
-    std::vector<uint8_t> keep;           // select_values' answers
-    std::vector<sl_message> out;         // the chain's output batch
+    std::vector<sl_value> values, next;     // the elements between operators
+    std::vector<sl_value> keys, next_keys;  // their keys, once a map_keys set them
+    std::vector<uint32_t> rows;             // each element's message in the head's input
+    std::vector<uint8_t> keep;              // select_values' answers
+    std::vector<sl_message> out;            // the chain's output batch
   };
   ChainScratch chain;
   std::vector<Value> captured;  // capture nodes (test mode) record their input here
@@ -264,7 +265,7 @@ class Task final : public EpochParticipant {
   sl_status deliver_to(const Consumer& c, const sl_message* messages, const sl_value* values,
                        size_t count);
   // Operator chaining (operator_chain.cc): whether `n` runs in a chain, through
-  // map_values / select_values; and the chain headed by `head` run over what was
+  // map_values / select_values / map_keys; and the chain headed by `head` run over what was
   // delivered to it (messages, or bare values when `messages` is null), whose
   // messages_in deliver_to already counted.
   [[nodiscard]] bool chainable(const NodeRuntime& n) const noexcept;

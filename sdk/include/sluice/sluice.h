@@ -45,8 +45,9 @@ extern "C" {
 #define SL_ABI_MAJOR 1
 /** ABI minor version: grows when fields or functions are appended.
  *  1.1: checkpoints, io watches, operator chaining, gauges (see "ABI 1.1" marks).
- *  1.2: value constraints on parameters (sl_param.min_int ...) and the optional
- *       validate callbacks of node types and functions (see "Since 1.2"). */
+ *  1.2: value constraints on parameters (sl_param.min_int ...), the optional
+ *       validate callbacks of node types and functions, sl_message.key_group and
+ *       sl_node_type.map_keys (see "Since 1.2"). */
 #define SL_ABI_MINOR 2
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
@@ -194,7 +195,14 @@ typedef struct sl_message {
   sl_value key;         /**< Null when the message has no key (Kafka key, group key). */
   sl_value headers;     /**< Null or an object of string/bytes values. */
   int64_t timestamp_ns; /**< Event time in ns since the Unix epoch, or SL_NO_TIMESTAMP. */
-  uint64_t reserved;    /**< Zero. */
+  /** Since 1.2 (the field was `reserved`, always zero, before): the key group the
+   *  message belongs to: 0 for none, else 1 + the input partition it was read from
+   *  (a partitioned source such as from_kafka sets it; co-partitioned topics share
+   *  groups by partition number). Operators that derive a message from another keep
+   *  it (copy the message, as the SDK's operators do); keyed state (aggregate) is kept
+   *  and checkpointed per key group, so that it can move with its partition
+   *  (docs/SCALING.md). A message built from scratch sets 0. */
+  uint64_t key_group;
 } sl_message;
 
 /** A contiguous run of messages handed to an operator or sink. Borrowed by the
@@ -745,6 +753,15 @@ typedef struct sl_node_type {
    *  files, sockets, threads, processes or clients; it may run without the
    *  node ever being created, any number of times, on any thread. */
   sl_status (*validate)(const sl_validate_init* init);
+
+  /** Since 1.2. Optional, operator chaining (see map_values): for operators that
+   *  emit one message per input message with only its key replaced, computed from
+   *  its value, and nothing else (key_by). Writes to out[i] the key process would
+   *  give message i, whose value is in[i] (borrowed); owned by the host after an
+   *  SL_OK return; every out[i] is null on entry. The host carries the keys with
+   *  the values through the rest of the chain. Failure as for map_values. */
+  sl_status (*map_keys)(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                        sl_value* out);
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */

@@ -274,6 +274,21 @@ class Context {
   sl_context* ctx_;
 };
 
+/// sl_message.key_group (ABI 1.2) of no key group: the message was not read from a partition.
+inline constexpr uint64_t k_no_key_group = 0;
+/// The key group a partitioned source (from_kafka) puts on a message read from `partition`
+/// (>= 0): 1 + partition, so that 0 stays "none". Co-partitioned topics share groups.
+constexpr uint64_t key_group_of_partition(int32_t partition) noexcept {
+  return static_cast<uint64_t>(partition) + 1;
+}
+/// The input partition of key group `group`, or -1 for k_no_key_group.
+constexpr int64_t partition_of_key_group(uint64_t group) noexcept {
+  return group == k_no_key_group ? -1 : static_cast<int64_t>(group - 1);
+}
+/// The key group of `m` (ABI 1.2). An ABI 1.0/1.1 host zeroed the field (it was `reserved`),
+/// so this reads k_no_key_group there: safe on every host.
+constexpr uint64_t key_group_of(const sl_message& m) noexcept { return m.key_group; }
+
 /// A borrowed view of the messages handed to process(): valid for that call only. Honours
 /// the batch's stride (message_size), so iterate it rather than indexing `messages`.
 class Batch {

@@ -214,6 +214,10 @@ class Consumer : public Node {
 /// writing to out[i] what process() would emit for in[i]; one whose process() passes a
 /// subset of its messages unchanged (a filter) may declare
 ///   Status select_values(Context ctx, std::span<const sl_value> in, std::span<uint8_t> keep);
+/// and one whose process() replaces only each message's key, computed from its value (ABI
+/// 1.2: key_by), may declare
+///   Status map_keys(Context ctx, std::span<const sl_value> in, std::span<Value> out);
+/// writing to out[i] the key process() would give the message whose value is in[i].
 /// The host then runs chains of such operators over bare values. They must do what
 /// process() does, with the same state changes and errors.
 class Operator : public detail::Consumer {
@@ -348,6 +352,18 @@ struct NodeTrampolines {
     }
     return st;
   }
+  static sl_status map_keys(void* self, sl_context* ctx, const sl_value* in, size_t count,
+                            sl_value* out) noexcept {
+    // As map_values: null slots in, owned Values out, nothing owned on failure.
+    auto* keys = std::launder(reinterpret_cast<Value*>(out));
+    const sl_status st = guard(ctx, [&] {
+      return self_of(self)->map_keys(Context(ctx), std::span(in, count), std::span(keys, count));
+    });
+    if (st != SL_OK) {
+      for (size_t i = 0; i < count; ++i) keys[i] = Value();
+    }
+    return st;
+  }
   static sl_status select_values(void* self, sl_context* ctx, const sl_value* in, size_t count,
                                  uint8_t* keep) noexcept {
     return guard(ctx, [&] {
@@ -462,6 +478,13 @@ constexpr sl_node_type make_node_type() noexcept {
     static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
                   "select_values is for single-input operators");
     t.select_values = &Tr::select_values;
+  }
+  if constexpr (requires(T & n, Context c, std::span<const sl_value> in, std::span<Value> out) {
+                  { n.map_keys(c, in, out) } -> std::same_as<Status>;
+                }) {
+    static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
+                  "map_keys is for single-input operators");
+    t.map_keys = &Tr::map_keys;
   }
   t.on_timer = &Tr::on_timer;
   t.on_io = &Tr::on_io;

@@ -1,0 +1,139 @@
+// Keyed operators of the core_ops plugin: key_by sets each message's key, aggregate keeps a
+// running reduction per key, its state kept and checkpointed per key group
+// (sl_message.key_group, ABI 1.2), so that a group's state can move with its partition
+// (docs/SCALING.md).
+#pragma once
+
+#include <sluice/sluice.hpp>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace sluice::core_ops {
+
+/// `key_by`: each message's key replaced by function(value); everything else kept.
+class KeyBy final : public sdk::Operator {
+ public:
+  static constexpr const char* k_name = "key_by";
+  static constexpr const char* k_doc =
+      "Sets each message's key to function(x) of its value x, computed as map computes a "
+      "value (`function` with `args`, or `lua`), and passes the value, headers, event time "
+      "and key group on unchanged. aggregate keeps its state per key; to_kafka writes the key "
+      "as the record key. key_by only sets the key, not the partition: aggregate keeps a "
+      "key's state in the key group of the partition its records come from, so each key has "
+      "one state only when the input is already partitioned by that key (docs/SCALING.md).";
+  static constexpr std::array k_params{
+      sdk::required("function", SL_PARAM_FUNCTION,
+                    "The function giving a message's key from its value, e.g. function = "
+                    "\"get\", args = { path = \"user\" }, or lua = \"x.user\".")
+          .one_of("map|predicate"),
+  };
+
+  KeyBy(sdk::Context ctx, const sdk::Config& cfg);
+  sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
+  /// Operator chaining (sl_node_type.map_keys, ABI 1.2): the keys process gives.
+  sdk::Status map_keys(sdk::Context ctx, std::span<const sl_value> in, std::span<sdk::Value> out);
+
+ private:
+  sdk::Function fn_;
+  std::vector<sl_value> in_;  // per-batch scratch, reused
+  std::vector<sdk::Value> keys_;
+  std::vector<sl_message> messages_;
+};
+
+/// `aggregate`: state[key] = function(state[key], x) per message key, per key group.
+class Aggregate final : public sdk::Operator {
+ public:
+  static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
+  static constexpr const char* k_name = "aggregate";
+  static constexpr const char* k_doc =
+      "A running reduction per message key (a KTable's changelog, as in Kafka Streams): for "
+      "each message, state[key] = function(state[key], x) and the new state goes out as the "
+      "value, with the message's key, headers, event time and key group. `function` is a "
+      "reducer (count, sum, min, max, collect_list, any reducer function, or lua = \"acc + "
+      "x\"). A key's first message starts from `start`; without `start` it becomes the "
+      "key's state and goes out unchanged, as in accumulate (so count needs start = 0). Keys "
+      "compare as the host compares values (1 equals 1.0; bytes and strings differ). A "
+      "message without a key (null) is an error of that message, handled by the node's "
+      "on_error (put key_by before aggregate). With `ttl_ms`, the state of a key that got no "
+      "message for ttl_ms is dropped, and its next message starts again from `start`. "
+      "State: per key group (the input partition, sl_message.key_group; group 0 for input "
+      "from an unpartitioned source), the keys and their states, so that one group's state "
+      "can move with its partition (docs/SCALING.md); a key that arrives in two groups (input "
+      "not partitioned by that key) has a state in each.";
+  static constexpr std::array k_params{
+      sdk::required("function", SL_PARAM_FUNCTION,
+                    R"(The reducer, called (state, x), e.g. "count", "sum" or lua = "acc + x".)"),
+      sdk::param("start", SL_PARAM_ANY, nullptr,
+                 "Each key's initial state; absent: a key's first element becomes its state."),
+      sdk::param("ttl_ms", SL_PARAM_DURATION, nullptr,
+                 "Drop the state of a key that got no message for this long; absent: keep "
+                 "every key.")
+          .min(1),
+  };
+
+  Aggregate(sdk::Context ctx, const sdk::Config& cfg);
+  sdk::Status start(sdk::Context ctx) override;
+  sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
+  sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
+  sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
+  sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
+
+  /// Lookups by a borrowed key (no reference taken per message): hash and equality as the
+  /// host compares values. Deliberately not noexcept: libstdc++ then keeps each node's hash
+  /// (a noexcept hash counts as cheap, and every lookup re-hashed the nodes it walked past,
+  /// a host call each: 17 % of restoring a million keys).
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(sdk::ValueRef v) const { return static_cast<size_t>(sdk::hash(v)); }
+    size_t operator()(const sdk::Value& v) const { return (*this)(v.ref()); }
+  };
+  /// See KeyHash.
+  struct KeyEq {
+    using is_transparent = void;
+    bool operator()(sdk::ValueRef a, sdk::ValueRef b) const noexcept { return sdk::equals(a, b); }
+    bool operator()(const sdk::Value& a, sdk::ValueRef b) const noexcept {
+      return sdk::equals(a.ref(), b);
+    }
+    bool operator()(sdk::ValueRef a, const sdk::Value& b) const noexcept {
+      return sdk::equals(a, b.ref());
+    }
+    bool operator()(const sdk::Value& a, const sdk::Value& b) const noexcept {
+      return sdk::equals(a.ref(), b.ref());
+    }
+  };
+
+ private:
+  /// One key's state: its accumulated value and when it last got a message (task clock).
+  struct Entry {
+    sdk::Value acc;
+    int64_t seen_ns = 0;
+  };
+  using Group = std::unordered_map<sdk::Value, Entry, KeyHash, KeyEq>;
+  enum class Fast : uint8_t { none, count, sum };  // reducers computed inline on ints
+
+  /// The group of `key_group`, created when new (the last one is cached: a batch from a
+  /// partitioned source is usually one partition).
+  Group& group(uint64_t key_group);
+  /// The next state of `acc` for `x` into `acc`; the reducer's failure otherwise.
+  sdk::Status step(sdk::Value& acc, sdk::ValueRef x);
+  /// Drops the keys idle for ttl_ms at `now_ns`; re-arms the sweep while keys remain.
+  sdk::Status sweep(sdk::Context ctx, int64_t now_ns);
+
+  sdk::Function fn_;
+  Fast fast_ = Fast::none;
+  bool has_start_ = false;
+  sdk::Value start_;
+  int64_t ttl_ns_ = 0;  // 0: no ttl
+  bool sweep_armed_ = false;
+  std::unordered_map<uint64_t, Group> groups_;
+  uint64_t last_group_id_ = 0;
+  Group* last_group_ = nullptr;
+  std::vector<sdk::Value> out_;  // boxed states emitted in this batch (kept alive)
+  std::vector<sl_message> messages_;
+};
+
+}  // namespace sluice::core_ops
