@@ -1,5 +1,6 @@
 #include "admin/metrics.hpp"
 
+#include "executor/node_gauges.hpp"
 #include "pipeline/pipeline_runner.hpp"
 
 #include <fmt/format.h>
@@ -48,20 +49,7 @@ NodeTotals totals(const PipelineRunner& runner, size_t node) {
 }
 
 // Label values: backslash, double quote and newline are escaped.
-std::string label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string label(std::string_view v) { return prometheus_label_value(v); }
 
 std::string json_string(std::string_view v) {
   std::string out = "\"";

@@ -17,6 +17,21 @@ bool gauge_identifier(std::string_view s) {
 }
 }  // namespace
 
+std::string prometheus_label_value(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 Result<std::string> NodeGauges::prometheus_labels(std::string_view labels) {
   std::string out;
   if (labels.empty()) return out;
@@ -42,16 +57,7 @@ Result<std::string> NodeGauges::prometheus_labels(std::string_view labels) {
     if (!out.empty()) out += ',';
     out += key;
     out += "=\"";
-    for (char c : value) {
-      if (c == '\\' || c == '"') {
-        out += '\\';
-        out += c;
-      } else if (c == '\n') {
-        out += "\\n";
-      } else {
-        out += c;
-      }
-    }
+    out += prometheus_label_value(value);
     out += '"';
     if (comma == std::string_view::npos) break;
     pos = comma + 1;

@@ -18,6 +18,10 @@ namespace sluice::host {
 // Plugin-reported gauges of one node in one task (sl_host_api.gauge_set): written
 // by the task thread (rarely: per poll or per second), read by the admin thread.
 // A small mutex guards the map.
+// A Prometheus label value as written between the quotes: backslash, double quote and
+// newline escaped. The admin endpoint's labels use it too.
+std::string prometheus_label_value(std::string_view value);
+
 class NodeGauges {
  public:
   struct Series {
