@@ -1,6 +1,6 @@
 // Keyed operators of the core_ops plugin: key_by sets each message's key, aggregate keeps a
 // running reduction per key, its state kept and checkpointed per key group
-// (sl_message.key_group, ABI 1.2), so that a group's state can move with its partition
+// (sl_message.key_group, ABI 1.3), so that a group's state can move with its partition
 // (docs/SCALING.md).
 #pragma once
 
@@ -34,7 +34,7 @@ class KeyBy final : public sdk::Operator {
 
   KeyBy(sdk::Context ctx, const sdk::Config& cfg);
   sdk::Status process(sdk::Context ctx, uint32_t input, sdk::Batch batch) override;
-  /// Operator chaining (sl_node_type.map_keys, ABI 1.2): the keys process gives.
+  /// Operator chaining (sl_node_type.map_keys, ABI 1.3): the keys process gives.
   sdk::Status map_keys(sdk::Context ctx, std::span<const sl_value> in, std::span<sdk::Value> out);
 
  private:

@@ -83,7 +83,8 @@ static const field_info k_fields[] = {
     FIELD(sl_message, key),
     FIELD(sl_message, headers),
     FIELD(sl_message, timestamp_ns),
-    FIELD(sl_message, key_group),
+    FIELD(sl_message, reserved),
+    FIELD(sl_message, key_group), /* 1.3: a union member beside reserved */
 
     FIELD(sl_batch, struct_size),
     FIELD(sl_batch, message_size),

@@ -45,10 +45,10 @@ extern "C" {
 #define SL_ABI_MAJOR 1
 /** ABI minor version: grows when fields or functions are appended.
  *  1.1: checkpoints, io watches, operator chaining, gauges (see "ABI 1.1" marks).
- *  1.2: value constraints on parameters (sl_param.min_int ...), the optional
- *       validate callbacks of node types and functions, sl_message.key_group and
- *       sl_node_type.map_keys (see "Since 1.2"). */
-#define SL_ABI_MINOR 2
+ *  1.2: value constraints on parameters (sl_param.min_int ...) and the optional
+ *       validate callbacks of node types and functions (see "Since 1.2").
+ *  1.3: sl_message.key_group and sl_node_type.map_keys (see "Since 1.3"). */
+#define SL_ABI_MINOR 3
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
 #define SL_PLUGIN_ENTRY_SYMBOL "sluice_plugin_v1"
@@ -195,14 +195,19 @@ typedef struct sl_message {
   sl_value key;         /**< Null when the message has no key (Kafka key, group key). */
   sl_value headers;     /**< Null or an object of string/bytes values. */
   int64_t timestamp_ns; /**< Event time in ns since the Unix epoch, or SL_NO_TIMESTAMP. */
-  /** Since 1.2 (the field was `reserved`, always zero, before): the key group the
-   *  message belongs to: 0 for none, else 1 + the input partition it was read from
-   *  (a partitioned source such as from_kafka sets it; co-partitioned topics share
-   *  groups by partition number). Operators that derive a message from another keep
-   *  it (copy the message, as the SDK's operators do); keyed state (aggregate) is kept
-   *  and checkpointed per key group, so that it can move with its partition
-   *  (docs/SCALING.md). A message built from scratch sets 0. */
-  uint64_t key_group;
+  union {
+    /** The field's name before 1.3, when it was always zero; kept so that code
+     *  written against an older header still compiles. Same storage as key_group. */
+    uint64_t reserved;
+    /** Since 1.3: the key group the message belongs to: 0 for none, else 1 + the
+     *  input partition it was read from (a partitioned source such as from_kafka
+     *  sets it; co-partitioned topics share groups by partition number). Operators
+     *  that derive a message from another keep it (copy the message, as the SDK's
+     *  operators do); keyed state (aggregate) is kept and checkpointed per key
+     *  group, so that it can move with its partition (docs/SCALING.md). A message
+     *  built from scratch sets 0; a host before 1.3 gives 0 everywhere. */
+    uint64_t key_group;
+  };
 } sl_message;
 
 /** A contiguous run of messages handed to an operator or sink. Borrowed by the
@@ -754,7 +759,7 @@ typedef struct sl_node_type {
    *  node ever being created, any number of times, on any thread. */
   sl_status (*validate)(const sl_validate_init* init);
 
-  /** Since 1.2. Optional, operator chaining (see map_values): for operators that
+  /** Since 1.3. Optional, operator chaining (see map_values): for operators that
    *  emit one message per input message with only its key replaced, computed from
    *  its value, and nothing else (key_by). Writes to out[i] the key process would
    *  give message i, whose value is in[i] (borrowed); owned by the host after an

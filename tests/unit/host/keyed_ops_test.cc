@@ -1,4 +1,4 @@
-// core_ops' keyed operators (key_by, aggregate) and sl_message.key_group (ABI 1.2), with the
+// core_ops' keyed operators (key_by, aggregate) and sl_message.key_group (ABI 1.3), with the
 // real plugin in a real task: what `sluiced test` cannot show, because its injected
 // elements have no key and its expectations compare values only. A source emits words as
 // keyed messages tagged with key groups (as from_kafka tags partitions); a sink records
@@ -306,7 +306,7 @@ start = 9223372036854775800
       << r.status.message();
 }
 
-// key_by joins operator chains (sl_node_type.map_keys, ABI 1.2): map -> key_by -> filter
+// key_by joins operator chains (sl_node_type.map_keys, ABI 1.3): map -> key_by -> filter
 // -> map runs over bare values, the keys carried beside them. The same pipeline with
 // on_error = "skip" (never chained) is the reference: same messages, same counters.
 std::string chain_ops(const std::string& policy) {

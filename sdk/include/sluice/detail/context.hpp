@@ -274,7 +274,7 @@ class Context {
   sl_context* ctx_;
 };
 
-/// sl_message.key_group (ABI 1.2) of no key group: the message was not read from a partition.
+/// sl_message.key_group (ABI 1.3) of no key group: the message was not read from a partition.
 inline constexpr uint64_t k_no_key_group = 0;
 /// The key group a partitioned source (from_kafka) puts on a message read from `partition`
 /// (>= 0): 1 + partition, so that 0 stays "none". Co-partitioned topics share groups.
@@ -285,7 +285,7 @@ constexpr uint64_t key_group_of_partition(int32_t partition) noexcept {
 constexpr int64_t partition_of_key_group(uint64_t group) noexcept {
   return group == k_no_key_group ? -1 : static_cast<int64_t>(group - 1);
 }
-/// The key group of `m` (ABI 1.2). An ABI 1.0/1.1 host zeroed the field (it was `reserved`),
+/// The key group of `m` (ABI 1.3). A host before ABI 1.3 zeroed the field (it was `reserved`),
 /// so this reads k_no_key_group there: safe on every host.
 constexpr uint64_t key_group_of(const sl_message& m) noexcept { return m.key_group; }
 

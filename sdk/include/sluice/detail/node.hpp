@@ -215,7 +215,7 @@ class Consumer : public Node {
 /// subset of its messages unchanged (a filter) may declare
 ///   Status select_values(Context ctx, std::span<const sl_value> in, std::span<uint8_t> keep);
 /// and one whose process() replaces only each message's key, computed from its value (ABI
-/// 1.2: key_by), may declare
+/// 1.3: key_by), may declare
 ///   Status map_keys(Context ctx, std::span<const sl_value> in, std::span<Value> out);
 /// writing to out[i] the key process() would give the message whose value is in[i].
 /// The host then runs chains of such operators over bare values. They must do what
