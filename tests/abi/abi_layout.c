@@ -146,6 +146,8 @@ static const field_info k_fields[] = {
     FIELD(sl_host_api, gauge_set),
     FIELD(sl_host_api, object_put_unique),
     FIELD(sl_host_api, array_items),
+    FIELD(sl_host_api, key_groups_assigned),
+    FIELD(sl_host_api, key_groups_revoked),
 
     FIELD(sl_node_init, struct_size),
     FIELD(sl_node_init, host),
@@ -187,6 +189,8 @@ static const field_info k_fields[] = {
     FIELD(sl_node_type, select_values),
     FIELD(sl_node_type, validate),
     FIELD(sl_node_type, map_keys),
+    FIELD(sl_node_type, restore_group),
+    FIELD(sl_node_type, drop_group),
 
     FIELD(sl_function_init, struct_size),
     FIELD(sl_function_init, host),

@@ -140,6 +140,18 @@ class Node {
     return unimplemented("restore is not implemented");
   }
 
+  /// Keyed types (k_flags has SL_NODE_KEYED_STATE, ABI 1.3): snapshot() returns an object
+  /// whose "groups" member maps each key group ("3") to that group's state. Key group
+  /// `group` came to this task: replace what the node holds for it by `state` (borrowed),
+  /// or start it empty when `state` is null.
+  virtual Status restore_group(Context /*ctx*/, uint32_t /*group*/, ValueRef /*state*/) {
+    return unimplemented("restore_group is not implemented");
+  }
+  /// Keyed types: key group `group` moved away; forget it.
+  virtual Status drop_group(Context /*ctx*/, uint32_t /*group*/) {
+    return unimplemented("drop_group is not implemented");
+  }
+
   // Checkpoint protocol (ABI 1.1, docs/CHECKPOINTING.md). Each is wired into the
   // sl_node_type only when T overrides it, so the host can tell who takes part.
 
@@ -397,6 +409,14 @@ struct NodeTrampolines {
   static sl_status restore(void* self, sl_context* ctx, sl_value state) noexcept {
     return guard(ctx, [&] { return self_of(self)->restore(Context(ctx), ValueRef(state)); });
   }
+  static sl_status restore_group(void* self, sl_context* ctx, uint32_t group,
+                                 sl_value state) noexcept {
+    return guard(ctx,
+                 [&] { return self_of(self)->restore_group(Context(ctx), group, ValueRef(state)); });
+  }
+  static sl_status drop_group(void* self, sl_context* ctx, uint32_t group) noexcept {
+    return guard(ctx, [&] { return self_of(self)->drop_group(Context(ctx), group); });
+  }
   static sl_status checkpoint_prepare(void* self, sl_context* ctx, uint64_t epoch) noexcept {
     return guard(ctx, [&]() -> Status {
       SLUICE_SDK_ASSIGN_OR_RETURN(bool durable,
@@ -493,6 +513,14 @@ constexpr sl_node_type make_node_type() noexcept {
   if constexpr (stateful) {
     t.snapshot = &Tr::snapshot;
     t.restore = &Tr::restore;
+  }
+  if constexpr ((flags_of<T>() & SL_NODE_KEYED_STATE) != 0) {
+    static_assert(stateful, "SL_NODE_KEYED_STATE goes with SL_NODE_STATEFUL");
+    static_assert(SLUICE_SDK_OVERRIDES(T, Node, restore_group) &&
+                      SLUICE_SDK_OVERRIDES(T, Node, drop_group),
+                  "a keyed node type (SL_NODE_KEYED_STATE) overrides restore_group and drop_group");
+    t.restore_group = &Tr::restore_group;
+    t.drop_group = &Tr::drop_group;
   }
   if constexpr (T::k_role == SL_ROLE_SINK) {
     if constexpr (SLUICE_SDK_OVERRIDES(T, Sink, checkpoint_prepare)) {
