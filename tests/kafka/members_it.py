@@ -39,6 +39,11 @@ GROUP = "wordcount"
 # from_kafka's rebalance log lines of the source 'in' (tp names as "in [3]").
 _ASSIGN_LINE = re.compile(r"node 'in'[^:]*: (assigned|revoked): (.*)$")
 _IN_PARTITION = re.compile(r"\bin \[(\d+)\]")
+# The host's restore on assignment (issue 13): "task 0: node 'in' was assigned key groups
+# 1 (epoch 7 of m2, claim 3), 4 (new, claim 1); restored into 1 keyed node in 0.2 ms".
+_RESTORE_LINE = re.compile(r"task (\d+): node 'in' was assigned key groups (.*); restored into")
+_RESTORED_GROUP = re.compile(
+    r"(\d+) \((?:new|epoch (\d+)(?: of ([^,]+))?), claim (\d+)\)")
 _ROUTINE = re.compile(r"info checkpoint epoch \d+: |AUTOCREATE|: committed offset \d+ for ")
 
 
@@ -140,6 +145,34 @@ class Member:
             lines_ = [ln for ln in self.log(i).splitlines() if not _ROUTINE.search(ln)]
             out += lines_[-n:]
         return "\n".join(out)
+
+    def mark(self):
+        """Where this member's logs are now: (run index, bytes), for restores(since=...)."""
+        if not self.runs:
+            return (0, 0)
+        return (len(self.runs) - 1, os.path.getsize(self.runs[-1][1]))
+
+    def restores(self, since=(0, 0)):
+        """The host's restore-on-assignment events logged after `since` (a mark()), in
+        order: [{run, task, group, epoch (None: new), source (member or ""), claim}]."""
+        events = []
+        run0, offset0 = since
+        for i in range(run0, len(self.runs)):
+            with open(self.runs[i][1], "rb") as f:
+                if i == run0:
+                    f.seek(offset0)
+                text = f.read().decode("utf-8", errors="replace")
+            for line in text.splitlines():
+                m = _RESTORE_LINE.search(line)
+                if not m:
+                    continue
+                for g in _RESTORED_GROUP.finditer(m.group(2)):
+                    events.append({
+                        "run": i, "task": int(m.group(1)), "group": int(g.group(1)),
+                        "epoch": int(g.group(2)) if g.group(2) else None,
+                        "source": g.group(3) or "", "claim": int(g.group(4)),
+                        "line": line})
+        return events
 
     def owned(self):
         """The partitions of `in` this member's current run holds, from its source's
@@ -434,10 +467,11 @@ config = {self.producer_config()}
             return f"the input topic holds {n} records, the test produced {total}"
         return ""
 
-    def wait_for_end(self, live, timeout=240, quiet_s=4.0):
+    def wait_for_end(self, live, timeout=240, quiet_s=4.0, settled_s=30.0):
         """Waits (bounded) until the group has committed the whole input, the output
-        stopped growing for `quiet_s` and the last count of every word is right, or until
-        `timeout`. Returns the output as then (the caller checks it)."""
+        stopped growing for `quiet_s` and the last count of every word is right; or until
+        the output, wrong, did not change for `settled_s` with everything committed; or
+        until `timeout`. Returns the output as then (the caller checks it)."""
         deadline = time.monotonic() + timeout
         last_n, since = -1, time.monotonic()
         outs = []
@@ -451,12 +485,19 @@ config = {self.producer_config()}
             now = time.monotonic()
             if n != last_n:
                 last_n, since = n, now
-            elif now - since >= quiet_s and self.lag() == 0 and checked_at != n:
-                checked_at = n
-                outs = self.outputs()
-                wrong, problems = self.verdict(outs)
-                if not wrong and not problems:
-                    self.note(f"converged: {n} output records, lag 0")
+            elif now - since >= quiet_s and self.lag() == 0:
+                if checked_at != n:
+                    checked_at = n
+                    outs = self.outputs()
+                    wrong, problems = self.verdict(outs)
+                    if not wrong and not problems:
+                        self.note(f"converged: {n} output records, lag 0")
+                        return outs
+                elif now - since >= settled_s:
+                    # Everything consumed, nothing written for settled_s: nothing more
+                    # will come (a rebalance takes a few seconds here).
+                    self.note(f"settled wrong: lag 0, {n} output records, none for "
+                              f"{settled_s:.0f} s")
                     return outs
             time.sleep(0.5)
         self.note(f"no convergence within {timeout} s: lag {self.lag()}, {last_n} output records")
