@@ -528,6 +528,11 @@ config = {self.producer_config()}
                 lines.append(f"  ... and {len(wrong) - 60} more")
             lines += problems
             self.fail_with_report("\n".join(lines))
+        restores = sum(len(m.restores()) for m in self.members.values())
+        self.note(f"counts exact: {len(self.truth)} words, {sum(self.truth.values())} inputs, "
+                  f"{len(outs)} outputs; {restores} key groups restored on assignment, "
+                  f"{sum(len(m.runs) for m in self.members.values())} runs")
+        print(f"\n[seed {SEED}, mode {self.MODE}]\n" + "\n".join(self.notes))
 
     def fail_with_report(self, msg):
         parts = [f"[seed {SEED}, mode {self.MODE}] {msg}", "--- what the test did ---",

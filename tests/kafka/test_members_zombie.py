@@ -15,6 +15,7 @@ more but still ends exact. What the store did is checked in the logs and in
 
 Label torture (about a minute)."""
 
+import json
 import time
 import unittest
 
@@ -89,6 +90,7 @@ class ZombieTest(MembersTestCase):
         at all (the store strips them and says so, which is noted, not required: the
         zombie may learn of its loss before its next checkpoint)."""
         m1, m2, m3 = (self.members[n] for n in ("m1", "m2", "m3"))
+        first_note = len(self.notes)
         groups = [p + 1 for p in taken]
         every, since_stop = m2.restores(), m2.restores(at_stop["m2"])
         before = {}   # the zombie's last claim of each group before it was stopped
@@ -126,19 +128,25 @@ class ZombieTest(MembersTestCase):
                     problems.append(f"group {g} restored from the zombie's checkpoint after it "
                                     f"woke: {e['line']}")
         stripped = [ln for ln in m2.log().splitlines() if "were claimed by another" in ln]
+        elsewhere = sum("were claimed by another" in m.all_logs() for m in (m1, m3))
         self.note(f"zombie's groups {groups}: its claims {before}, takeover "
                   f"{ {g: t[:2] for g, t in takeover.items()} }, "
                   f"{len(later)} restores of them after it woke")
         self.note(f"zombie's checkpoints stripped of lost groups: {len(stripped)} times"
-                  + (f" (first: {stripped[0]})" if stripped else ""))
+                  + (f" (first: {stripped[0]})" if stripped else
+                     " (librdkafka's own session check revokes its assignment as it wakes, "
+                     "usually before its next checkpoint)")
+                  + f"; other members' runs that stripped some: {elsewhere}")
         listing, why = self.checkpoints_listing(cfg)
         if listing is None:
             problems.append(f"`sluiced checkpoints` failed: {why}")
         else:
-            self.note(f"store: {len(listing.get('epochs', []))} epochs listed")
+            self.write("checkpoints.json", json.dumps(listing, indent=1))
+            self.note(f"store: {len(listing.get('epochs', []))} epochs listed "
+                      "(checkpoints.json in the temp dir)")
         if problems:
             self.fail_with_report("fencing:\n" + "\n".join(problems))
-        print("\n".join(self.notes))
+        print("\n".join(self.notes[first_note:]))
 
 
 if __name__ == "__main__":
