@@ -19,6 +19,7 @@
 #include "value/json.hpp"
 #include "value/value.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -32,7 +33,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -211,7 +214,10 @@ TEST_F(KafkaStoreSharedTest, AStoreOpenedEarlierListsWhatOtherProcessesWroteSinc
 struct GroupCalls {
   const Task* task = nullptr;
   std::vector<std::vector<uint32_t>> assigned, revoked;
-  std::vector<sl_status> restored;  // what each restore_group answered
+  std::vector<sl_status> restored;                       // what each restore_group answered
+  std::vector<sl_status> dropped;                        // what each drop_group answered
+  std::atomic<int> assigned_calls{0}, revoked_calls{0};  // read by the test's other thread
+  std::atomic<int> owned{0};                             // groups assigned and not revoked since
 };
 GroupCalls g_calls;
 std::vector<std::string> g_values;
@@ -232,10 +238,19 @@ sl_status fake_assigned(sl_context* ctx, const uint32_t* groups, size_t count) {
         groups[i] == 1 ? json_parse(R"({"positions":[["t",0,3]]})") : Result<Value>(Value());
     g_calls.restored.push_back(src->vt->restore_group(src->self, ctx, groups[i], state->raw()));
   }
+  ++g_calls.assigned_calls;
+  g_calls.owned += static_cast<int>(count);
   return SL_OK;
 }
-sl_status fake_revoked(sl_context* /*ctx*/, const uint32_t* groups, size_t count) {
+sl_status fake_revoked(sl_context* ctx, const uint32_t* groups, size_t count) {
   g_calls.revoked.emplace_back(groups, groups + count);
+  const NodeRuntime* src = node_of(*g_calls.task, "src");
+  if (src == nullptr) return SL_INTERNAL;
+  for (size_t i = 0; i < count; ++i) {
+    g_calls.dropped.push_back(src->vt->drop_group(src->self, ctx, groups[i]));
+  }
+  ++g_calls.revoked_calls;
+  g_calls.owned -= static_cast<int>(count);
   return SL_OK;
 }
 
@@ -268,9 +283,35 @@ class FromKafkaGroupsTest : public KafkaStoreSharedTest {
     static const sl_node_type* types[] = {&sink};
     static sl_plugin plugin = test_support::in_process_plugin("kafka_keyed_sink", types);
     ASSERT_TRUE(registry_->add_plugin(&plugin, "<test>", nullptr).is_ok());
-    g_calls = {};
+    g_calls.task = nullptr;
+    g_calls.assigned.clear();
+    g_calls.revoked.clear();
+    g_calls.restored.clear();
+    g_calls.dropped.clear();
+    g_calls.assigned_calls = 0;
+    g_calls.revoked_calls = 0;
+    g_calls.owned = 0;
     g_values.clear();
   }
+
+  /// The pipeline of `toml` as a created task (the spec kept in spec_).
+  std::unique_ptr<Task> make_task(const std::string& toml, const Clock& clock) {
+    auto doc = parse_config_string(toml, "kg.toml");
+    EXPECT_TRUE(doc.ok());
+    if (!doc.ok()) return nullptr;
+    auto spec = validate_config(*doc.value, *registry_);
+    for (const auto& d : spec.diagnostics) ADD_FAILURE() << d.to_string();
+    if (!spec.value) return nullptr;
+    spec_ = std::make_unique<GraphSpec>(std::move(*spec.value));
+    spec_->registry = registry_;
+    auto task = std::make_unique<Task>(*spec_, TaskOptions{64, 0, 1, &clock});
+    g_calls.task = task.get();
+    const Status st = task->create();
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    return st.is_ok() ? std::move(task) : nullptr;
+  }
+
+  std::unique_ptr<GraphSpec> spec_;
 };
 
 TEST_F(FromKafkaGroupsTest, AssignedGroupsAreRestoredBeforeTheirOffsetsAreChosen) {
@@ -292,16 +333,10 @@ config = { "fetch.wait.max.ms" = "10", "session.timeout.ms" = "6000", "heartbeat
 type = "record"
 inputs = ["src"]
 )";
-  auto doc = parse_config_string(toml, "kg.toml");
-  ASSERT_TRUE(doc.ok());
-  auto spec = validate_config(*doc.value, *registry_);
-  for (const auto& d : spec.diagnostics) ADD_FAILURE() << d.to_string();
-  ASSERT_TRUE(spec.value);
-  spec.value->registry = registry_;
   RealClock clock;
-  Task task(*spec.value, TaskOptions{64, 0, 1, &clock});
-  g_calls.task = &task;
-  ASSERT_TRUE(task.create().is_ok());
+  std::unique_ptr<Task> made = make_task(toml, clock);
+  ASSERT_TRUE(made);
+  Task& task = *made;
   // Restored at start: t[1] at 1. The assignment's key_groups_assigned then says that no
   // checkpoint holds group 2 (another member had it, and nothing was stored): that wins,
   // and t[1] starts as `start` says, from the beginning.
@@ -336,6 +371,111 @@ inputs = ["src"]
   std::vector<std::string> values = g_values;
   std::sort(values.begin(), values.end());
   EXPECT_EQ(values, (std::vector<std::string>{"a3", "a4", "b0", "b1", "b2"}));
+}
+
+TEST_F(FromKafkaGroupsTest, AGroupRevokedToAnotherMemberIsDroppedTheOtherKept) {
+  kcat_produce({"k|a0", "k|a1"}, "t", 0);
+  kcat_produce({"k|b0", "k|b1"}, "t", 1);
+  const std::string source = R"(
+[sources.src]
+type = "from_kafka"
+brokers = ")" + broker_.bootstrap() +
+                             R"("
+topics = ["t"]
+group_id = "kg2"
+start = "earliest"
+value_format = "string"
+close_timeout_ms = 2000
+config = { "fetch.wait.max.ms" = "10", "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" }
+)";
+  RealClock clock;
+  std::unique_ptr<Task> task = make_task(
+      "name = \"kg2\"\n" + source + "[sinks.out]\ntype = \"record\"\ninputs = [\"src\"]\n", clock);
+  ASSERT_TRUE(task);
+  ASSERT_TRUE(task->start().is_ok());
+
+  // The other member: `sluiced run` (another process) in the same group, once this task
+  // has both partitions; the cooperative rebalance then moves one of them there.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sluice-kg2-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path cfg = dir / "other.toml";
+  {
+    std::ofstream f(cfg);
+    f << "name = \"kg2-other\"\n"
+      << source << "[sinks.out]\ntype = \"to_kafka\"\ninputs = [\"src\"]\nbrokers = \""
+      << broker_.bootstrap() << "\"\ntopic = \"cp\"\n";
+  }
+  std::atomic<bool> ended{false};
+  pid_t other = -1;
+  std::thread driver([&] {
+    auto wait = [&](const std::atomic<int>& n, int seconds) {
+      for (int i = 0; i < seconds * 10 && n == 0 && !ended; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    };
+    wait(g_calls.assigned_calls, 30);
+    std::string sluiced = SLUICE_TEST_SLUICED;
+    std::string run = "run";
+    std::string path = cfg.string();
+    std::string plugin_flag = "--plugin-dir";
+    std::string plugins = SLUICE_TEST_PLUGIN_DIR;
+    char* argv[] = {sluiced.data(),     run.data(),     path.data(),
+                    plugin_flag.data(), plugins.data(), nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = (dir / "other.log").string();
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (posix_spawn(&other, sluiced.c_str(), &actions, nullptr, argv, environ) != 0) other = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    wait(g_calls.revoked_calls, 60);
+    // Then until the task owns one group (the mock may take both away, "assignment lost",
+    // and hand one back), and a little more: nothing may move after that.
+    for (int i = 0; i < 400 && g_calls.owned != 1 && !ended; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    task->request_stop();
+  });
+  const Status st = task->run();
+  ended = true;
+  driver.join();
+  if (other > 0) {
+    ::kill(other, SIGKILL);
+    int status = 0;
+    ::waitpid(other, &status, 0);
+  }
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  ASSERT_GT(other, 0) << "sluiced did not start";
+
+  // Both groups came with the first assignment. Then one of them went to the other member:
+  // revoked (alone, or both when the assignment was lost, one then assigned again), and
+  // each revoked group dropped re-entrantly (drop_group from inside the revocation). In the
+  // end this task owns one group, as the calls say.
+  ASSERT_GE(g_calls.assigned.size(), 1u);
+  std::vector<uint32_t> first = g_calls.assigned[0];
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<uint32_t>{1, 2}));
+  ASSERT_GE(g_calls.revoked.size(), 1u)
+      << "no revocation within 60 s (is sluiced running? see " << (dir / "other.log") << ")";
+  std::set<uint32_t> owned;
+  for (size_t i = 0, r = 0; i < g_calls.assigned.size() || r < g_calls.revoked.size();) {
+    // The calls alternate: assignment i, then revocation r (a revocation comes after the
+    // assignment that gave the group).
+    if (i < g_calls.assigned.size()) {
+      for (uint32_t g : g_calls.assigned[i++]) EXPECT_TRUE(owned.insert(g).second) << g;
+    }
+    if (r < g_calls.revoked.size()) {
+      for (uint32_t g : g_calls.revoked[r++]) EXPECT_EQ(owned.erase(g), 1u) << g;
+    }
+  }
+  EXPECT_EQ(owned.size(), 1u);
+  EXPECT_EQ(g_calls.owned, 1);
+  for (sl_status st_restore : g_calls.restored) EXPECT_EQ(st_restore, SL_OK);
+  EXPECT_FALSE(g_calls.dropped.empty());
+  for (sl_status st_drop : g_calls.dropped) EXPECT_EQ(st_drop, SL_OK);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
