@@ -176,11 +176,15 @@ bool KafkaSource::origin_applied(Context ctx, const rd_kafka_message_t* m) {
     const int64_t now = ctx.now_ns();
     if (origin_warned_ns_ < 0 || now - origin_warned_ns_ >= 10'000'000'000) {
       const uint64_t more = origin_warnings_ - origin_warned_count_ - 1;
+      std::string shown(text.substr(0, 200));  // printable ASCII only in the log
+      for (char& c : shown) {
+        if (c < 0x20 || c > 0x7e) c = '?';
+      }
       ctx.log_warn(
           std::string("dedup_origin: ") + tp_name(rd_kafka_topic_name(m->rkt), m->partition) +
           " offset " + std::to_string(m->offset) +
           (has ? " has a sluice.origin header that is not <topic>/<partition>/<offset> (\"" +
-                     std::string(text.substr(0, 200)) + "\")"
+                     shown + "\")"
                : " has no sluice.origin header") +
           ": processed, but it cannot be told from a replay" +
           (more > 0 ? " (and " + std::to_string(more) + " more such records since the last warning)"
