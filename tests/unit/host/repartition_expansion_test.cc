@@ -7,6 +7,7 @@
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
 #include "graph/graph_export.hpp"
+#include "pipeline/pipeline_loader.hpp"
 #include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
 
@@ -282,6 +283,45 @@ inputs = ["keyed"]
                         "brokers of the repartition topic: no from_kafka source is upstream of "
                         "this key_by to take them from; set `brokers` on it",
                         (fs::path(::testing::TempDir()) / "rp.toml").string(), line, col));
+}
+
+TEST_F(RepartitionExpansionTest, SluicedsLoaderExpandsToo) {
+  // load_pipeline (what every sluiced command calls) runs the expansion and keeps its errors.
+  const std::string text = R"toml([sources.nums]
+type = "from_iterable"
+values = ["a"]
+[operators.keyed]
+type = "key_by"
+inputs = ["nums"]
+function = "identity"
+repartition_topic = "t"
+[sinks.out]
+type = "print"
+inputs = ["keyed"]
+)toml";
+  const fs::path file = fs::path(::testing::TempDir()) / "rp_pipeline.toml";
+  std::ofstream(file) << text;
+  auto r = load_pipeline(file, {fs::path(SLUICE_TEST_PLUGIN_DIR)});
+  EXPECT_FALSE(r.ok());
+  ASSERT_EQ(r.diagnostics.size(), 1U) << r.diagnostics[0].to_string();
+  EXPECT_EQ(r.diagnostics[0].node_id, "keyed");
+  EXPECT_EQ(r.diagnostics[0].pos.line, 8U);
+  EXPECT_NE(r.diagnostics[0].message.find("set `brokers` on it"), std::string::npos);
+
+  // With brokers the nodes are there (validated when from_kafka has the origin options).
+  std::ofstream(file) << std::string(text).insert(text.find("[sinks"), "brokers = \"b:1\"\n");
+  r = load_pipeline(file, {fs::path(SLUICE_TEST_PLUGIN_DIR)});
+  if (from_kafka_has_origin_options()) {
+    for (const auto& d : r.diagnostics) ADD_FAILURE() << d.to_string();
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r.value->spec.find("keyed.repartitioned"), nullptr);
+    EXPECT_EQ(r.value->spec.find("out")->inputs[0].node, "keyed.repartitioned");
+  } else {
+    for (const auto& d : r.diagnostics) {
+      EXPECT_EQ(d.node_id, "keyed") << d.to_string();
+      EXPECT_NE(d.message.find("dedup_origin"), std::string::npos) << d.to_string();
+    }
+  }
 }
 
 TEST_F(RepartitionExpansionTest, AFindingOnAGeneratedNodeIsReportedAtTheKeyBy) {
