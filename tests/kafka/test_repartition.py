@@ -15,7 +15,6 @@ per word is still its true count."""
 import collections
 import random
 import signal
-import time
 import unittest
 
 from kafka_it import EXIT_OK, KafkaTestCase, toml_str, wait_for
@@ -27,11 +26,13 @@ class RepartitionTest(KafkaTestCase):
     N = 3000
 
     def pipeline(self, checkpoint=False):
+        # Rare checkpoints: a SIGKILL soon after records came through then nearly always
+        # falls before the checkpoint that would cover them, so the upstream replays them.
         cp = f"""
 [checkpoint]
 store = "fs"
 dir = {toml_str(self.path("checkpoints"))}
-interval_ms = 200
+interval_ms = 10000
 """ if checkpoint else ""
         return f"""\
 name = "repartition"
@@ -137,10 +138,9 @@ config = {self.producer_config()}
             if k < rounds - 1:
                 # Killed while the round's records flow: what was read after the last
                 # checkpoint is read and written to by-word again after the restart.
-                want = self.count("out") + per_round // 2
+                want = self.count("out") + per_round // 4
                 self.wait_for_count("out", want, timeout=90, procs=[proc])
                 self.assertRunning(proc, err, "before the SIGKILL")
-                time.sleep(random.uniform(0.0, 0.3))
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=30)
                 continue
@@ -156,8 +156,8 @@ config = {self.producer_config()}
             rc, _ = self.stop_sluiced(proc, err)
             self.assertEqual(rc, EXIT_OK, self.read(err)[-3000:])
         # The kills did make the upstream write records again: the reader had duplicates to
-        # skip. (A kill right after a checkpoint may replay nothing; two kills make it very
-        # unlikely that neither replayed anything.)
+        # skip. (A kill right after a checkpoint may replay nothing; with a checkpoint every
+        # 10 s and two kills, it is very unlikely that neither replayed anything.)
         self.assertGreater(self.count("by-word"), self.N, "no record was replayed")
         last = self.last_counts()
         wrong = {w: (last.get(w), n) for w, n in truth.items() if last.get(w) != n}
