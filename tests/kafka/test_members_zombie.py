@@ -97,11 +97,13 @@ class ZombieTest(MembersTestCase):
         for e in every[:len(every) - len(since_stop)]:
             if e["group"] in groups:
                 before[e["group"]] = e["claim"]
-        takeover, later = {}, []
+        takeover, later = {}, []   # the newest claim of each group while m2 was stopped
         for m in (m1, m3):
-            for e in m.restores(at_stop[m.name]):
-                if e["group"] in groups:
-                    takeover.setdefault(e["group"], (m.name, e["claim"], e["line"]))
+            since_stop, since_wake = m.restores(at_stop[m.name]), m.restores(at_wake[m.name])
+            for e in since_stop[:len(since_stop) - len(since_wake)]:
+                g = e["group"]
+                if g in groups and (g not in takeover or e["claim"] > takeover[g][1]):
+                    takeover[g] = (m.name, e["claim"], e["line"])
         for m in (m1, m2, m3):
             later += [dict(e, member=m.name) for e in m.restores(at_wake[m.name])
                       if e["group"] in groups]
