@@ -459,8 +459,9 @@ config = {self.producer_config()}
             problems.append(f"{len(gaps)} words miss counts in the output (lost output): " +
                             ", ".join(f"{w} misses {g[:5]}{'...' if len(g) > 5 else ''}"
                                       for w, g in sorted(gaps.items())[:20]))
-        if self.problems_with_unsent_truth():
-            problems.append(self.problems_with_unsent_truth())
+        unsent = self.problems_with_unsent_truth()
+        if unsent:
+            problems.append(unsent)
         return wrong, problems
 
     def problems_with_unsent_truth(self):
@@ -575,12 +576,22 @@ def wait_for_owners(test, members, partitions, timeout, each=False, what=""):
     "revoked: ..."), hold every one of `partitions` partitions of `in`, none twice, and with
     `each` every member holds at least one; fails with the report otherwise."""
     deadline = time.monotonic() + timeout
+    started, held = time.monotonic(), False
+    producer = getattr(test, "producer", None)
     while True:
+        # A rebalance takes a few seconds here; on a loaded machine it can take much
+        # longer: then hold the input, so that records still flow after the wait.
+        if not held and producer is not None and time.monotonic() - started > 8:
+            producer.pause()
+            held = True
+            test.note(f"producer held at {producer.sent} records while waiting until {what}")
         owned = {m.name: m.owned() for m in members}
         held = [p for ps in owned.values() for p in ps]
         ok = (sorted(held) == list(range(partitions))
               and (not each or all(owned.values())))
         if ok:
+            if held:
+                producer.resume()
             test.note(f"{what}: " + ", ".join(f"{n} in{sorted(ps)}" for n, ps in owned.items()))
             return owned
         for m in members:

@@ -31,6 +31,8 @@ class ScalingTest(MembersTestCase):
         self.note(f"three members own in{sorted(m1.owned())}, in{sorted(m2.owned())}, "
                   f"in{sorted(m3.owned())} at {self.producer.sent} records")
         self.producer.wait_fraction(0.6, timeout=60)
+        self.assertLess(self.producer.fraction(), 1.0,
+                        "the input ended before the scale down: records must still flow")
         self.note(f"scale down at {self.producer.sent} records, {self.count('out')} out")
         for m in (m2, m3):
             rc = m.stop(timeout=60)
@@ -38,8 +40,6 @@ class ScalingTest(MembersTestCase):
                 self.fail_with_report(f"{m.name} did not stop cleanly on SIGTERM (exit {rc})")
         wait_for_owners(self, [m1], PARTITIONS, timeout=60,
                         what="m1 holds every partition again")
-        self.assertLess(self.producer.fraction(), 1.0,
-                        "the input ended before the scale down: records must still flow")
         self.producer.finish()
         self.note("all records produced")
         self.wait_for_end([m1], timeout=240)

@@ -68,12 +68,12 @@ class ZombieTest(MembersTestCase):
         # restored from the store with the zombie's late epochs in it.
         p = taken[0]
         new_owner = m1 if p in owners["m1"] else m3
+        self.assertLess(self.producer.fraction(), 1.0, "records must still flow")
         new_owner.kill()
         self.note(f"SIGKILL {new_owner.name} (new owner of in[{p}]) at {self.producer.sent} "
                   "records")
         time.sleep(self.rng.uniform(0.0, 1.0))
         new_owner.start(cfg)
-        self.assertLess(self.producer.fraction(), 1.0, "records must still flow")
         self.producer.finish()
         self.wait_for_end([m1, m2, m3], timeout=240)
         self.stop_all()
