@@ -9,7 +9,7 @@ import subprocess
 import unittest
 
 from sluice_it import (EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, EXIT_TESTS_FAILED, PLUGIN_DIR,
-                       SLUICED, SluiceTestCase, line_col, plugin_file, toml_str)
+                       SLUICED, SluiceTestCase, broken, line_col, plugin_file, toml_str)
 
 CORE_FUNCTIONS = {
     "identity": "map", "add": "map", "sub": "map", "mul": "map", "upper": "map",
@@ -278,6 +278,50 @@ inputs = ["numbers"]
         self.assertExit(r, EXIT_OK)
         line, col = line_col(text, "[operators.unused]")
         self.stderr_line_with(r, f"warn.toml:{line}:{col}: warning:", "node 'unused'")
+
+    def grouped_pipeline(self, group_line):
+        """A keyed source (the test plugin's grouped_numbers: SL_NODE_KEYED_STATE, as a
+        grouped from_kafka) -> accumulate count_by (state not keyed) -> sink."""
+        return f"""\
+plugin_dirs = [{toml_str(broken("counters"))}]
+
+[sources.numbers]
+type = "grouped_numbers"
+{group_line}
+
+[operators.counts]
+type = "accumulate"
+inputs = ["numbers"]
+function = "count_by"
+start = {{}}
+
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["counts"]
+path = {toml_str(self.path("out.txt"))}
+"""
+
+    def test_non_keyed_state_after_grouped_source_warns(self):
+        # Issue 13: its state is per member; validate says so, names key_by -> aggregate,
+        # and still succeeds. run prints the same warning and runs.
+        text = self.grouped_pipeline('group_id = "g"')
+        self.write("grouped.toml", text)
+        line, col = line_col(text, "[operators.counts]")
+        for command in ("validate", "run"):
+            r = self.sluiced(command, "grouped.toml")
+            self.assertExit(r, EXIT_OK)
+            self.stderr_line_with(r, f"grouped.toml:{line}:{col}: warning:", "node 'counts'",
+                                  "(accumulate) is per member", "grouped source 'numbers'",
+                                  "key_by -> aggregate")
+        self.assertFileContent(self.path("out.txt"),
+                               '{"1":1}\n{"1":1,"2":1}\n{"1":1,"2":1,"3":1}\n')
+
+    def test_no_warning_without_group(self):
+        # Without group_id the source's partitions do not move: no warning at all.
+        self.write("alone.toml", self.grouped_pipeline(""))
+        r = self.sluiced("validate", "alone.toml")
+        self.assertExit(r, EXIT_OK)
+        self.assertNotInStderr("warning", r)
 
     def check_error_at(self, text, needle, *message_parts, occurrence=1, name="bad.toml"):
         """Validates `text` (as given relative to the temp dir) and checks that an error

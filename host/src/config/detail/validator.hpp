@@ -52,6 +52,7 @@ class Validator {
   void check_error_policy(NodeSpec& node, const toml::table& table);
   void check_input_targets();
   void check_graph();
+  void check_member_state();  // non-keyed state after a grouped source
 
   // node_params.cc
   Value check_node_params(const NodeSpec& node, const toml::table& table);
