@@ -173,7 +173,8 @@ def report_keyed(keyed):
         log(f"restore of one key group of {int(agg['keys']):,} keys into aggregate (decode + "
             f"restore): {secs:.3f} s (decode {agg['decode_ms']:.0f} ms, restore "
             f"{agg['restore_ms']:.0f} ms; snapshot {agg['snapshot_ms']:.0f} ms, encode "
-            f"{agg['encode_ms']:.0f} ms, {agg['bytes'] / 1e6:.1f} MB): "
+            f"{agg['encode_ms']:.0f} ms, {agg['bytes'] / 1e6:.1f} MB; decode + restore in "
+            f"CPU time {agg.get('cpu_ms', float('nan')):.0f} ms): "
             f"{'PASS' if secs < 1 else 'MISS'} (< 1 s)")
         if cb:
             log(f"  the same keys in count_by (same run): {cb['real_time'] / 1e3:.3f} s; "
