@@ -153,13 +153,13 @@ def report_keyed(keyed):
     base = rate.get("keyed/count_tasks1")
     if base:
         log("\n== issue 13: keyed count (aggregate) over [runtime] tasks, in process ==")
-        log(f"{'pipeline':28} {'elem/s':>11} {'/ tasks=1':>10} {'cores':>6}")
+        log(f"{'pipeline':28} {'elem/s':>11} {'/ tasks=1':>10} {'cores':>6} {'CPU ns/el':>10}")
         for k in ("keyed/count_tasks1", "keyed/count_tasks2", "count_by/tasks1",
                   "count_by/tasks2", "loop/keyed_count_threads1", "loop/keyed_count_threads2"):
             if k in rate:
-                cores = keyed[k].get("cores")
-                log(f"{k:28} {rate[k]:11.4g} {rate[k] / base:9.2f}x "
-                    f"{cores if cores is not None else float('nan'):6.2f}")
+                cores = keyed[k].get("cores", float("nan"))
+                cpu = keyed[k].get("cpu_ns/elem", float("nan"))
+                log(f"{k:28} {rate[k]:11.4g} {rate[k] / base:9.2f}x {cores:6.2f} {cpu:10.1f}")
         speedup = rate.get("keyed/count_tasks2", 0) / base
         l1, l2 = rate.get("loop/keyed_count_threads1"), rate.get("loop/keyed_count_threads2")
         machine = l2 / l1 if l1 and l2 else None

@@ -507,6 +507,9 @@ void run_tasks(benchmark::State& state, const char* ops, uint32_t tasks) {
   // The cores the run had: process CPU time (every thread) / wall time. Below `tasks` on a
   // machine shared with other work.
   state.counters["cores"] = wall_s > 0 ? cpu_s / wall_s : 0;
+  // CPU time per element, all threads: equal for tasks = 1 and 2 when the tasks share
+  // nothing (their speed-up is then what the free CPUs allow).
+  state.counters["cpu_ns/elem"] = 1e9 * cpu_s / static_cast<double>(state.iterations() * g_words_n);
 }
 
 // --- restore of one key group of 1 M keys (issue 13) ------------------------------------------
