@@ -145,8 +145,8 @@ void make_words() {
   auto partition_of = [](const std::string& w) {
     return std::hash<std::string>{}(w) % k_partitions;
   };
-  // Each word's string is created with the other words of its partition, so that two tasks
-  // never write to one cache line (the strings' reference counts).
+  // Each word's string is created with the other words of its partition, so that the two
+  // tasks' strings (and their reference counts) do not share cache lines, but at the seams.
   g_word_values.resize(g_vocab.size());
   for (size_t p = 0; p < k_partitions; ++p) {
     for (size_t w = 0; w < g_vocab.size(); ++w) {
