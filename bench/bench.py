@@ -163,8 +163,13 @@ def report_keyed(keyed):
         speedup = rate.get("keyed/count_tasks2", 0) / base
         l1, l2 = rate.get("loop/keyed_count_threads1"), rate.get("loop/keyed_count_threads2")
         machine = l2 / l1 if l1 and l2 else None
-        log(f"tasks = 2 / tasks = 1: {speedup:.2f}x: {'PASS' if speedup >= 1.6 else 'MISS'} "
-            f"(>= 1.6x); the hand-written loop on 2 / 1 threads in the same run: "
+        # The target needs two free CPUs: when even the loop did not get 1.6x from a second
+        # thread, the run cannot tell (a shared machine), and says so instead of MISS.
+        verdict = ("PASS" if speedup >= 1.6 else
+                   "NOT MEASURABLE here (no second free CPU)" if machine and machine < 1.6 else
+                   "MISS")
+        log(f"tasks = 2 / tasks = 1: {speedup:.2f}x: {verdict} (>= 1.6x); the hand-written "
+            f"loop on 2 / 1 threads in the same run: "
             f"{machine if machine else float('nan'):.2f}x (what the machine gave two threads)")
         out.update(rates=rate, tasks2_over_tasks1=speedup, loop_threads2_over_threads1=machine)
     agg, cb = keyed.get("restore/aggregate"), keyed.get("restore/count_by")
