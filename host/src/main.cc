@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
   run->add_option("--reset-state", reset_state,
                   "With [checkpoint]: start node NODE from fresh state instead of its saved "
                   "state (repeatable; 'all' for every node)");
+  std::string member;
+  run->add_option("--member", member,
+                  "With [checkpoint]: this daemon's name among the daemons that run the same "
+                  "pipeline and share its store (overrides [checkpoint] member; "
+                  "docs/SCALING.md)");
   add_dirs(run);
   auto* checkpoints = app.add_subcommand(
       "checkpoints", "List the saved checkpoints of a pipeline (time, positions, state sizes)");
@@ -84,7 +89,7 @@ int main(int argc, char** argv) {
   // belongs to the pipeline (the print sink) and to the tools' output.
   host::setup_logging(log_level);
 
-  if (run->parsed()) return host::run_command(config, plugin_dirs, reset_state);
+  if (run->parsed()) return host::run_command(config, plugin_dirs, reset_state, member);
   if (validate->parsed()) return host::validate_command(config, plugin_dirs, validate_create);
   if (graph->parsed()) return host::graph_command(config, format, plugin_dirs);
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);

@@ -264,8 +264,8 @@ Status Aggregate::restore(Context ctx, ValueRef state) {
   }
   const std::optional<Value> groups = state.get("groups");
   if (!groups || !groups->is_object()) bad_state("has no 'groups' object", state);
-  groups_.clear();
-  last_group_ = nullptr;
+  // Parsed aside first: a bad group leaves the state as it was.
+  std::unordered_map<uint64_t, Group> restored;
   const int64_t now = ttl_ns_ != 0 ? ctx.now_ns() : 0;
   for (size_t i = 0; i < groups->size(); ++i) {
     const std::string_view name = groups->key_at(i);
@@ -277,33 +277,66 @@ Status Aggregate::restore(Context ctx, ValueRef state) {
       id = id * 10 + static_cast<uint64_t>(c - '0');
     }
     if (name.empty()) bad_state("has an empty key group name", state);
-    const Value table = (*groups)[i];
-    const std::optional<Value> keys = table.get("keys");
-    const std::optional<Value> states = table.get("states");
-    const std::optional<Value> seen = table.get("seen_ns");
-    if (!keys || !states || !keys->is_array() || !states->is_array() ||
-        keys->size() != states->size() ||
-        (seen && (!seen->is_array() || seen->size() != keys->size()))) {
-      bad_state(
-          "group " + std::string(name) + " is not {keys, states[, seen_ns]} arrays of one length",
-          table);
-    }
-    Group& g = groups_[id];
-    g.reserve(keys->size());
-    for (size_t k = 0; k < keys->size(); ++k) {
-      Value key = (*keys)[k];
-      if (key.is_null()) bad_state("group " + std::string(name) + " has a null key", table);
-      // Without seen_ns (written without ttl_ms), a key's idle time starts now.
-      int64_t seen_ns = now;
-      if (ttl_ns_ != 0 && seen) {
-        const Value t = (*seen)[k];
-        if (!t.is_int())
-          bad_state("group " + std::string(name) + " has a seen_ns not an int", table);
-        seen_ns = t.as_int();
-      }
-      g.insert_or_assign(std::move(key), Entry{(*states)[k], seen_ns});
-    }
+    restored[id] = parse_group(name, (*groups)[i], now);
   }
+  groups_ = std::move(restored);
+  last_group_ = nullptr;
+  return {};
+}
+
+Aggregate::Group Aggregate::parse_group(std::string_view name, ValueRef table,
+                                        int64_t now_ns) const {
+  const std::optional<Value> keys = table.get("keys");
+  const std::optional<Value> states = table.get("states");
+  const std::optional<Value> seen = table.get("seen_ns");
+  if (!keys || !states || !keys->is_array() || !states->is_array() ||
+      keys->size() != states->size() ||
+      (seen && (!seen->is_array() || seen->size() != keys->size()))) {
+    bad_state(
+        "group " + std::string(name) + " is not {keys, states[, seen_ns]} arrays of one length",
+        table);
+  }
+  Group g;
+  g.reserve(keys->size());
+  for (size_t k = 0; k < keys->size(); ++k) {
+    Value key = (*keys)[k];
+    if (key.is_null()) bad_state("group " + std::string(name) + " has a null key", table);
+    // Without seen_ns (written without ttl_ms), a key's idle time starts now.
+    int64_t seen_ns = now_ns;
+    if (ttl_ns_ != 0 && seen) {
+      const Value t = (*seen)[k];
+      if (!t.is_int()) bad_state("group " + std::string(name) + " has a seen_ns not an int", table);
+      seen_ns = t.as_int();
+    }
+    g.insert_or_assign(std::move(key), Entry{(*states)[k], seen_ns});
+  }
+  return g;
+}
+
+Status Aggregate::restore_group(Context ctx, uint32_t group, ValueRef state) {
+  // Parsed before anything is replaced: a bad state leaves the group as it was.
+  Group g;
+  if (!state.is_null()) {
+    g = parse_group(std::to_string(group), state, ttl_ns_ != 0 ? ctx.now_ns() : 0);
+  }
+  last_group_ = nullptr;
+  if (g.empty()) {
+    groups_.erase(group);
+    return {};
+  }
+  groups_[group] = std::move(g);
+  // Restored keys are dropped on time even when no message comes (start() armed the sweep
+  // only for what was there then).
+  if (ttl_ns_ != 0 && !sweep_armed_) {
+    SLUICE_SDK_RETURN_IF_ERROR(ctx.timer_start(k_sweep_timer, std::chrono::nanoseconds(ttl_ns_)));
+    sweep_armed_ = true;
+  }
+  return {};
+}
+
+Status Aggregate::drop_group(Context /*ctx*/, uint32_t group) {
+  last_group_ = nullptr;
+  groups_.erase(group);
   return {};
 }
 

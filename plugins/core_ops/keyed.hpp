@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -47,7 +48,7 @@ class KeyBy final : public sdk::Operator {
 /// `aggregate`: state[key] = function(state[key], x) per message key, per key group.
 class Aggregate final : public sdk::Operator {
  public:
-  static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
+  static constexpr uint32_t k_flags = SL_NODE_STATEFUL | SL_NODE_KEYED_STATE;
   static constexpr const char* k_name = "aggregate";
   static constexpr const char* k_doc =
       "A running reduction per message key (a KTable's changelog, as in Kafka Streams): for "
@@ -61,9 +62,10 @@ class Aggregate final : public sdk::Operator {
       "on_error (put key_by before aggregate). With `ttl_ms`, the state of a key that got no "
       "message for ttl_ms is dropped, and its next message starts again from `start`. "
       "State: per key group (the input partition, sl_message.key_group; group 0 for input "
-      "from an unpartitioned source), the keys and their states, so that one group's state "
-      "can move with its partition (docs/SCALING.md); a key that arrives in two groups (input "
-      "not partitioned by that key) has a state in each.";
+      "from an unpartitioned source), the keys and their states; a keyed node type, so one "
+      "group's state moves with its partition when a grouped from_kafka upstream is assigned "
+      "or revoked it (docs/SCALING.md). A key that arrives in two groups (input not "
+      "partitioned by that key) has a state in each.";
   static constexpr std::array k_params{
       sdk::required("function", SL_PARAM_FUNCTION,
                     R"(The reducer, called (state, x), e.g. "count", "sum" or lua = "acc + x".)"),
@@ -81,6 +83,11 @@ class Aggregate final : public sdk::Operator {
   sdk::Status on_timer(sdk::Context ctx, uint64_t timer_id) override;
   sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
+  /// Key group `group` came to this task (SL_NODE_KEYED_STATE): its keys replaced by
+  /// `state` (one entry of the snapshot's "groups"), none when null.
+  sdk::Status restore_group(sdk::Context ctx, uint32_t group, sdk::ValueRef state) override;
+  /// Key group `group` moved away: its keys forgotten.
+  sdk::Status drop_group(sdk::Context ctx, uint32_t group) override;
 
   /// Lookups by a borrowed key (no reference taken per message): hash and equality as the
   /// host compares values. Deliberately not noexcept: libstdc++ then keeps each node's hash
@@ -120,6 +127,8 @@ class Aggregate final : public sdk::Operator {
   Group& group(uint64_t key_group);
   /// The next state of `acc` for `x` into `acc`; the reducer's failure otherwise.
   sdk::Status step(sdk::Value& acc, sdk::ValueRef x);
+  /// One group's table of a snapshot ({keys, states[, seen_ns]}); throws on a bad one.
+  Group parse_group(std::string_view name, sdk::ValueRef table, int64_t now_ns) const;
   /// Drops the keys idle for ttl_ms at `now_ns`; re-arms the sweep while keys remain.
   sdk::Status sweep(sdk::Context ctx, int64_t now_ns);
 

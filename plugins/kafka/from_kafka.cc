@@ -120,6 +120,9 @@ KafkaSource::Options KafkaSource::parse_options(const Config& cfg) {
   const int64_t held_kb = cfg.get_int("max_held_kbytes");
   if (held_kb < 0) cfg.fail("max_held_kbytes", "must not be negative");
   o.max_held_bytes = held_kb * 1024;
+  // Declared by from_kafka only (from_kafka_batched emits arrays, which have no headers).
+  o.origin_header = cfg.find_bool("origin_header").value_or(false);
+  o.dedup_origin = cfg.find_bool("dedup_origin").value_or(false);
   return o;
 }
 

@@ -114,8 +114,10 @@ inline constexpr std::array k_source_params{
 /// from_kafka_checkpoint.cc (checkpoints, OffsetSource).
 class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSource {
  public:
-  /// Stateful: the checkpoint holds the position (next offset) of every partition read.
-  static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
+  /// Stateful and keyed (ABI 1.3): the checkpoint holds the position (next offset) of every
+  /// partition read, per key group (partition + 1), so that a group moves with its partition
+  /// (docs/SCALING.md); with dedup_origin, also the highest origin offset applied per group.
+  static constexpr uint32_t k_flags = SL_NODE_STATEFUL | SL_NODE_KEYED_STATE;
 
   /// What the constructor checks (parse_options) and the `config` table; makes no client.
   static void validate(const sdk::Config& cfg);
@@ -133,6 +135,11 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   // Checkpoints (docs/KAFKA.md "Delivery guarantees"; from_kafka_checkpoint.cc).
   sdk::Result<sdk::Value> snapshot(sdk::Context ctx) override;
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
+  /// Key group `group` came to this task (from inside key_groups_assigned, which on_rebalance
+  /// calls): the positions of its partitions (and its origin maxima) replaced by `state`'s.
+  sdk::Status restore_group(sdk::Context ctx, uint32_t group, sdk::ValueRef state) override;
+  /// Key group `group` went away: its partitions' positions and origin maxima forgotten.
+  sdk::Status drop_group(sdk::Context ctx, uint32_t group) override;
   sdk::Status checkpoint_commit(sdk::Context ctx, uint64_t epoch) override;
   sdk::Result<bool> checkpoint_recover(sdk::Context ctx, uint64_t epoch,
                                        sdk::ValueRef state) override;
@@ -176,6 +183,14 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
     std::chrono::milliseconds close_timeout{};
     bool stop_at_end = false;
     int64_t max_held_bytes = 0;
+    bool origin_header = false;  // from_kafka: header sluice.origin on every message
+    bool dedup_origin = false;   // from_kafka: skip records whose origin was applied
+  };
+  /// What a snapshot holds: positions (next offset) and, per key group, origin maxima.
+  using Positions = std::map<TopicPartition, int64_t>;
+  struct ParsedState {
+    Positions positions;
+    std::map<uint32_t, Positions> origins;  // key group -> origin (topic, partition) -> max
   };
   /// Reads the keys and checks the rules between them (throws with Config::fail); the
   /// `config` table is left to make_conf. Makes no client.
@@ -223,8 +238,30 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   /// The pipeline checkpoints (said by the host, or seen in a first snapshot/restore): from
   /// then on offsets are committed only in checkpoint_commit.
   void note_checkpointing(sdk::Context ctx);
-  /// Positions as [[topic, partition, next_offset], ...] from a snapshot value.
-  static sdk::Result<std::map<TopicPartition, int64_t>> parse_positions(sdk::ValueRef state);
+  /// A snapshot value: {"groups": {"<g>": {"positions": [...], "origins": [...]}}}, or the
+  /// layout before key groups, {"positions": [[topic, partition, next_offset], ...]}.
+  static sdk::Result<ParsedState> parse_state(sdk::ValueRef state);
+  /// One group's entry of a snapshot into `out`; a position of a partition outside the group
+  /// is refused.
+  static sdk::Status parse_group(sdk::ValueRef table, uint32_t group, ParsedState& out);
+  /// The key group of partition `partition` (sl_message.key_group).
+  static uint32_t group_of(int32_t partition) noexcept {
+    return static_cast<uint32_t>(sdk::key_group_of_partition(partition));
+  }
+  /// Forgets what this node holds for key group `group`: the positions of its partitions not
+  /// assigned now (restored, processed, committed, last snapshot) and its origin maxima.
+  void forget_group(uint32_t group);
+  /// The key groups of `parts` that no partition of `assigned_` other than them has.
+  std::vector<uint32_t> groups_alone(const rd_kafka_topic_partition_list_t* parts) const;
+
+  /// dedup_origin: true when `m`'s sluice.origin names an origin offset at or below the
+  /// highest applied for that origin in `m`'s key group (skip it); otherwise records it as
+  /// applied. A missing or malformed header: false, with a rate-limited warning.
+  bool origin_applied(sdk::Context ctx, const rd_kafka_message_t* m);
+  /// origin_header: `m`'s headers with sluice.origin = "<topic>/<partition>/<offset>".
+  sdk::Value headers_of(const rd_kafka_message_t* m) const;
+  /// Gauge kafka_origin_duplicates_skipped, and an info line at most every 10 s.
+  void report_duplicates(sdk::Context ctx);
 
   // OffsetSource (an exactly-once to_kafka of the same task; from_kafka_checkpoint.cc).
   rd_kafka_consumer_group_metadata_t* group_metadata() override;
@@ -277,6 +314,15 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
   std::string link_key_;                        // TaskLink key of this task
   std::map<TopicPartition, int64_t> restored_;  // from restore(), until assigned
   std::map<TopicPartition, int64_t> snapshot_;  // positions of the last snapshot
+  std::map<uint32_t, Positions> origins_;       // dedup_origin: per key group, see ParsedState
+
+  // dedup_origin counters.
+  uint64_t duplicates_skipped_ = 0;    // records skipped since the start
+  uint64_t duplicates_reported_ = 0;   // duplicates_skipped_ at the last log line
+  int64_t duplicates_logged_ns_ = -1;  // when that line was written
+  uint64_t origin_warnings_ = 0;       // records with a missing or malformed sluice.origin
+  int64_t origin_warned_ns_ = -1;      // when the last such warning was written
+  uint64_t origin_warned_count_ = 0;   // origin_warnings_ then
   bool closed_ = false;
   bool done_ = false;
 
@@ -312,9 +358,27 @@ class FromKafka final : public KafkaSource {
       "after a message was fully processed downstream (at-least-once): every "
       "`commit_interval_ms`, when partitions are revoked and at the end; with a [checkpoint] "
       "table the positions are in the checkpoint, restored on restart, and committed only "
-      "with stored checkpoints. Never blocks the task: librdkafka's threads wake the source. "
-      "See docs/KAFKA.md.";
-  static constexpr std::array k_params = k_source_params;
+      "with stored checkpoints. The checkpointed positions are kept per key group (the "
+      "partition + 1), so that with several tasks or daemons a partition's position and the "
+      "keyed state downstream (aggregate) move with it (docs/SCALING.md). Never blocks the "
+      "task: librdkafka's threads wake the source. See docs/KAFKA.md.";
+  static constexpr std::array k_params = join_params(
+      k_source_params,
+      std::array{
+          sdk::param("origin_header", SL_PARAM_BOOL, "false",
+                     "Give every message the header `sluice.origin` = \"<topic>/<partition>/"
+                     "<offset>\" of its record (replacing one it had), so that a pipeline "
+                     "writing it to a repartition topic can tell replays apart (set by "
+                     "key_by's repartition_topic; docs/SCALING.md)."),
+          sdk::param("dedup_origin", SL_PARAM_BOOL, "false",
+                     "For a repartition topic: skip a record whose `sluice.origin` header "
+                     "names an origin (topic, partition) at an offset at or below the "
+                     "highest already applied for that origin in the record's key group "
+                     "(a replay after an upstream restart). The maxima are checkpointed "
+                     "with the group's positions. A record without the header, or with one "
+                     "that does not parse, is processed, with a warning (at most one every "
+                     "10 s). Skipped records count in gauge kafka_origin_duplicates_skipped."),
+      });
   explicit FromKafka(const sl_node_init& init) : KafkaSource(init, false) {}
 };
 

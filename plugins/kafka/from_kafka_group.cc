@@ -8,9 +8,12 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace sluice::kafka {
 
@@ -25,25 +28,38 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
         (names.empty() ? "" : ", ") + tp_name(parts->elems[i].topic, parts->elems[i].partition);
   }
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    // The key groups that come with these partitions (no partition assigned before has
+    // them): the host restores them, from the newest checkpoint holding them, into every
+    // keyed node downstream, this one included, BEFORE the offsets are chosen below. That
+    // re-enters this object (restore_group, same thread), which changes restored_,
+    // processed_, committed_, snapshot_ and origins_: nothing of them is held across it.
+    if (const std::vector<uint32_t> fresh = groups_alone(parts); !fresh.empty() && !closed_) {
+      const Status st = ctx_.key_groups_assigned(fresh);
+      if (!st.is_ok() && failure_.is_ok()) failure_ = st;  // the store could not be read
+    }
+    std::string restored;
     for (int i = 0; i < parts->cnt; ++i) {
       rd_kafka_topic_partition_t& p = parts->elems[i];
       const TopicPartition tp{p.topic, p.partition};
-      // start applies to the first assignment in this process; a partition that comes back
-      // after a rebalance resumes from the group's committed offset.
-      if (seen_.insert(tp).second) {
-        if (auto r = restored_.find(tp); r != restored_.end()) {
-          // The checkpoint's position wins over `start` and over the group's offset.
-          p.offset = r->second;
-          processed_[tp] = r->second;
-          restored_.erase(r);
-        } else {
-          if (opts_.start == Start::earliest) p.offset = RD_KAFKA_OFFSET_BEGINNING;
-          if (opts_.start == Start::latest) p.offset = RD_KAFKA_OFFSET_END;
-        }
+      const bool first = seen_.insert(tp).second;
+      if (auto r = restored_.find(tp); r != restored_.end()) {
+        // A checkpoint's position (restored at start, or just now with its key group) wins
+        // over `start` and over the group's offset, on every assignment.
+        p.offset = r->second;
+        processed_[tp] = r->second;
+        restored += (restored.empty() ? "" : ", ") + tp_name(tp.first, tp.second) + " at " +
+                    std::to_string(r->second);
+        restored_.erase(r);
+      } else if (first) {
+        // start applies to the first assignment in this process; a partition that comes
+        // back after a rebalance resumes from the group's committed offset.
+        if (opts_.start == Start::earliest) p.offset = RD_KAFKA_OFFSET_BEGINNING;
+        if (opts_.start == Start::latest) p.offset = RD_KAFKA_OFFSET_END;
       }
       assigned_.insert(tp);
       at_eof_[tp] = -1;
     }
+    if (!restored.empty()) names += " (checkpoint positions: " + restored + ")";
     ctx_.log_info("assigned: " + names);
     if (cooperative) {
       ErrorPtr e(rd_kafka_incremental_assign(rk(), parts));
@@ -84,6 +100,14 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
       committed_.erase(tp);
     }
     ctx_.log_info("revoked: " + names);
+    // The key groups no partition still assigned has: every keyed node downstream (this one
+    // included, re-entrantly: drop_group) forgets them; the next owner restores them from
+    // the checkpoint. Not when the source closes: the task is ending, and its state stays
+    // whole for its last snapshot.
+    if (const std::vector<uint32_t> gone = groups_alone(parts); !gone.empty() && !closed_) {
+      const Status st = ctx_.key_groups_revoked(gone);
+      if (!st.is_ok() && failure_.is_ok()) failure_ = st;
+    }
     if (cooperative) {
       ErrorPtr e(rd_kafka_incremental_unassign(rk(), parts));
     } else {
@@ -93,6 +117,21 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
   }
   ctx_.log_error(std::string("rebalance failed: ") + rd_kafka_err2str(err));
   rd_kafka_assign(rk(), nullptr);
+}
+
+std::vector<uint32_t> KafkaSource::groups_alone(
+    const rd_kafka_topic_partition_list_t* parts) const {
+  std::vector<uint32_t> out;
+  for (int i = 0; parts != nullptr && i < parts->cnt; ++i) {
+    const uint32_t g = group_of(parts->elems[i].partition);
+    if (std::find(out.begin(), out.end(), g) != out.end()) continue;
+    const bool elsewhere = std::any_of(assigned_.begin(), assigned_.end(), [&](const auto& tp) {
+      return group_of(tp.second) == g &&
+             rd_kafka_topic_partition_list_find(parts, tp.first.c_str(), tp.second) == nullptr;
+    });
+    if (!elsewhere) out.push_back(g);
+  }
+  return out;
 }
 
 void KafkaSource::on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets) {

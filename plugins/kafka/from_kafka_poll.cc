@@ -9,11 +9,16 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -121,10 +126,7 @@ Result<Value> KafkaSource::decode_value(rd_kafka_message_t* m, bool& owns_messag
 sl_message KafkaSource::convert_bytes(rd_kafka_message_t* m) {
   sl_message out{};
   out.key = m->key == nullptr ? sl_null() : sdk::host().bytes_create(m->key, m->key_len);
-  rd_kafka_headers_t* hdrs = nullptr;
-  out.headers = rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR
-                    ? headers_to_value(hdrs).release()
-                    : sl_null();
+  out.headers = headers_of(m).release();
   rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
   const int64_t ts_ms = rd_kafka_message_timestamp(m, &ts_type);
   out.timestamp_ns = ts_type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts_ms >= 0 ? ts_ms * 1'000'000
@@ -135,6 +137,86 @@ sl_message KafkaSource::convert_bytes(rd_kafka_message_t* m) {
   out.value = value.is_ok() ? value->release() : sl_null();
   if (owns) rd_kafka_message_destroy(m);
   return out;
+}
+
+Value KafkaSource::headers_of(const rd_kafka_message_t* m) const {
+  rd_kafka_headers_t* hdrs = nullptr;
+  if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR) hdrs = nullptr;
+  if (!opts_.origin_header) return headers_to_value(hdrs);
+  // Kafka topic names cannot hold '/': the last two separate partition and offset.
+  const std::string origin = std::string(rd_kafka_topic_name(m->rkt)) + "/" +
+                             std::to_string(m->partition) + "/" + std::to_string(m->offset);
+  return headers_to_value(hdrs, k_origin_header, origin);
+}
+
+bool KafkaSource::origin_applied(Context ctx, const rd_kafka_message_t* m) {
+  rd_kafka_headers_t* hdrs = nullptr;
+  const void* data = nullptr;
+  size_t size = 0;
+  const bool has =
+      rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+      rd_kafka_header_get_last(hdrs, k_origin_header, &data, &size) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+      data != nullptr;
+  const std::string_view text = has ? std::string_view(static_cast<const char*>(data), size) : "";
+  // "<topic>/<partition>/<offset>"
+  const size_t last = text.rfind('/');
+  const size_t middle = last == std::string_view::npos || last == 0 ? std::string_view::npos
+                                                                    : text.rfind('/', last - 1);
+  int64_t partition = -1;
+  int64_t offset = -1;
+  auto number = [](std::string_view digits, int64_t& out) {
+    const char* end = digits.data() + digits.size();
+    auto [ptr, ec] = std::from_chars(digits.data(), end, out);
+    return ec == std::errc() && ptr == end && !digits.empty() && out >= 0;
+  };
+  if (!has || middle == std::string_view::npos || middle == 0 ||
+      !number(text.substr(middle + 1, last - middle - 1), partition) || partition > INT32_MAX ||
+      !number(text.substr(last + 1), offset)) {
+    ++origin_warnings_;
+    const int64_t now = ctx.now_ns();
+    if (origin_warned_ns_ < 0 || now - origin_warned_ns_ >= 10'000'000'000) {
+      const uint64_t more = origin_warnings_ - origin_warned_count_ - 1;
+      std::string shown(text.substr(0, 200));  // printable ASCII only in the log
+      for (char& c : shown) {
+        if (c < 0x20 || c > 0x7e) c = '?';
+      }
+      ctx.log_warn(
+          std::string("dedup_origin: ") + tp_name(rd_kafka_topic_name(m->rkt), m->partition) +
+          " offset " + std::to_string(m->offset) +
+          (has ? " has a sluice.origin header that is not <topic>/<partition>/<offset> (\"" +
+                     shown + "\")"
+               : " has no sluice.origin header") +
+          ": processed, but it cannot be told from a replay" +
+          (more > 0 ? " (and " + std::to_string(more) + " more such records since the last warning)"
+                    : ""));
+      origin_warned_ns_ = now;
+      origin_warned_count_ = origin_warnings_;
+    }
+    return false;
+  }
+  Positions& maxima = origins_[group_of(m->partition)];
+  auto [it, inserted] = maxima.try_emplace(
+      TopicPartition{std::string(text.substr(0, middle)), static_cast<int32_t>(partition)}, offset);
+  if (inserted) return false;
+  if (offset <= it->second) {
+    ++duplicates_skipped_;
+    return true;
+  }
+  it->second = offset;
+  return false;
+}
+
+void KafkaSource::report_duplicates(Context ctx) {
+  if (duplicates_skipped_ == duplicates_reported_) return;
+  const int64_t now = ctx.now_ns();
+  ctx.gauge_set("kafka_origin_duplicates_skipped", "", static_cast<double>(duplicates_skipped_));
+  if (duplicates_logged_ns_ >= 0 && now - duplicates_logged_ns_ < 10'000'000'000) return;
+  ctx.log_info("dedup_origin: skipped " +
+               std::to_string(duplicates_skipped_ - duplicates_reported_) +
+               " records whose origin offset was already applied (replayed upstream); " +
+               std::to_string(duplicates_skipped_) + " since the start");
+  duplicates_reported_ = duplicates_skipped_;
+  duplicates_logged_ns_ = now;
 }
 
 Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka_message_t* m) {
@@ -149,11 +231,7 @@ Result<std::optional<sl_message>> KafkaSource::convert(Context /*ctx*/, rd_kafka
 
   const char* topic = rd_kafka_topic_name(m->rkt);
   Value key = m->key == nullptr ? Value() : Value::bytes(m->key, m->key_len);
-  rd_kafka_headers_t* hdrs = nullptr;
-  Value headers;
-  if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    headers = headers_to_value(hdrs);
-  }
+  Value headers = headers_of(m);
   rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
   const int64_t ts_ms = rd_kafka_message_timestamp(m, &ts_type);
   const bool has_ts = ts_type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts_ms >= 0;
@@ -348,6 +426,10 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
       } else {
         runs.push_back({m->rkt, m->partition, m->offset});
       }
+      if (opts_.dedup_origin && origin_applied(ctx, m)) {
+        rd_kafka_message_destroy(m);  // a replay: skipped, its offset still processed (runs)
+        continue;
+      }
       if (plain) {                        // bare bytes values: no decode failure, no on_error
         out.push_back(convert_bytes(m));  // takes m
         continue;
@@ -371,6 +453,7 @@ Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {
   }
 
   report_lag(ctx);
+  if (opts_.dedup_origin) report_duplicates(ctx);
   if (!drained) return SourceState::more;
   if (opts_.stop_at_end && at_end(ctx)) {
     SLUICE_SDK_RETURN_IF_ERROR(close(ctx));

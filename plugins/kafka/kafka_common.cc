@@ -369,6 +369,21 @@ Value headers_to_value(const rd_kafka_headers_t* hdrs) {
   return Value::object(std::span<const std::pair<std::string_view, Value>>(entries));
 }
 
+Value headers_to_value(const rd_kafka_headers_t* hdrs, std::string_view name,
+                       std::string_view value) {
+  std::vector<std::pair<std::string_view, Value>> entries;
+  const char* each = nullptr;
+  const void* data = nullptr;
+  size_t size = 0;
+  for (size_t i = 0; hdrs != nullptr && rd_kafka_header_get_all(hdrs, i, &each, &data, &size) == 0;
+       ++i) {
+    if (name == each) continue;
+    entries.emplace_back(each, data == nullptr ? Value() : Value::bytes(data, size));
+  }
+  entries.emplace_back(name, Value::bytes(value.data(), value.size()));
+  return Value::object(std::span<const std::pair<std::string_view, Value>>(entries));
+}
+
 std::string_view encode_bytes(ValueRef v, Value& keep) {
   if (v.is_string() || v.is_bytes()) {
     keep = Value::borrow(v);

@@ -170,6 +170,13 @@ std::string tp_name(std::string_view topic, int32_t partition);
 /// Kafka headers as a sluice object (name -> bytes), or null when there are none. A repeated
 /// header name keeps its last value (sluice objects have unique keys).
 sdk::Value headers_to_value(const rd_kafka_headers_t* hdrs);
+/// headers_to_value with header `name` set to `value` (bytes; any `name` in `hdrs` left out).
+sdk::Value headers_to_value(const rd_kafka_headers_t* hdrs, std::string_view name,
+                            std::string_view value);
+
+/// The header from_kafka's origin_header sets and dedup_origin reads:
+/// "<topic>/<partition>/<offset>" of the record a message came from (docs/SCALING.md).
+inline constexpr const char* k_origin_header = "sluice.origin";
 /// A sluice headers object (string/bytes values as is, others as JSON text) as Kafka headers;
 /// null for a null or empty object.
 HeadersPtr value_to_headers(sdk::ValueRef headers);

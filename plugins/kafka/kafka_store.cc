@@ -64,8 +64,13 @@ KafkaStore::KafkaStore(Context ctx, const Config& cfg, std::string_view pipeline
                               {"linger.ms", "0"}});
     route_delivery_reports(conf.get());
     producer_ = new_client(RD_KAFKA_PRODUCER, std::move(conf), "checkpoint store producer");
-    load(cfg);
+    open_reader(cfg);
+    if (Status st = catch_up(); !st.is_ok()) throw sdk::Error(std::move(st));
+    ctx_.log_info("checkpoint store: read topic '" + topic_ + "' to offset " +
+                  std::to_string(next_offset_) + ": " + std::to_string(entries_.size()) +
+                  " epochs of pipeline '" + pipeline_ + "'");
   } catch (...) {
+    close_reader();
     if (producer_ != nullptr) rd_kafka_destroy(producer_);
     producer_ = nullptr;
     NodeRegistry::remove(id_);
@@ -73,7 +78,18 @@ KafkaStore::KafkaStore(Context ctx, const Config& cfg, std::string_view pipeline
   }
 }
 
+void KafkaStore::close_reader() {
+  if (reader_topic_ != nullptr) {
+    rd_kafka_consume_stop(reader_topic_, 0);
+    rd_kafka_topic_destroy(reader_topic_);
+    reader_topic_ = nullptr;
+  }
+  if (reader_ != nullptr) rd_kafka_destroy(reader_);
+  reader_ = nullptr;
+}
+
 KafkaStore::~KafkaStore() {
+  close_reader();
   if (producer_ != nullptr) {
     rd_kafka_flush(producer_, static_cast<int>(timeout_.count()));
     rd_kafka_destroy(producer_);
@@ -125,24 +141,20 @@ void KafkaStore::apply(std::string_view key, const void* value, size_t size, int
   e.time_ns = time_ms > 0 ? time_ms * 1'000'000 : 0;
 }
 
-void KafkaStore::load(const Config& cfg) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+void KafkaStore::open_reader(const Config& cfg) {
   ConfPtr conf = make_conf(cfg, brokers_.bootstrap, id_,
                            {{"fetch.wait.max.ms", "10"},
                             {"allow.auto.create.topics", "false"},
-                            {"fetch.message.max.bytes", "104857600"}});
+                            {"fetch.message.max.bytes", "104857600"},
+                            // Records removed under us (retention): go on from the oldest.
+                            {"auto.offset.reset", "earliest"}});
   char err[512];
   rd_kafka_conf_set(conf.get(), "enable.partition.eof", "true", err, sizeof err);
-  rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, std::move(conf), "checkpoint store reader");
-  struct Destroy {
-    rd_kafka_t* rk;
-    ~Destroy() { rd_kafka_destroy(rk); }
-  } destroy{rk};
-
+  reader_ = new_client(RD_KAFKA_CONSUMER, std::move(conf), "checkpoint store reader");
   int64_t low = 0;
   int64_t high = 0;
-  rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
-      rk, topic_.c_str(), 0, &low, &high, static_cast<int>(remaining_ms(deadline)));
+  const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+      reader_, topic_.c_str(), 0, &low, &high, static_cast<int>(timeout_.count()));
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     std::string hint;
     if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
@@ -152,54 +164,67 @@ void KafkaStore::load(const Config& cfg) {
     throw sdk::Error(unavailable("checkpoint store: cannot read topic '" + topic_ + "' on \"" +
                                  brokers_.bootstrap + "\": " + rd_kafka_err2str(e) + hint));
   }
-  if (high <= low) return;
-  // The simple (legacy) consumer API: no group, nothing committed.
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic_.c_str(), nullptr);
-  if (rkt == nullptr || rd_kafka_consume_start(rkt, 0, RD_KAFKA_OFFSET_BEGINNING) != 0) {
+  // The simple (legacy) consumer API: no group, nothing committed. It keeps fetching in the
+  // background (bounded by librdkafka's queue limits); catch_up takes what it fetched.
+  reader_topic_ = rd_kafka_topic_new(reader_, topic_.c_str(), nullptr);
+  if (reader_topic_ == nullptr ||
+      rd_kafka_consume_start(reader_topic_, 0, RD_KAFKA_OFFSET_BEGINNING) != 0) {
     const rd_kafka_resp_err_t le = rd_kafka_last_error();
-    if (rkt != nullptr) rd_kafka_topic_destroy(rkt);
+    if (reader_topic_ != nullptr) rd_kafka_topic_destroy(reader_topic_);
+    reader_topic_ = nullptr;
     throw sdk::Error(unavailable(std::string("checkpoint store: cannot read topic '") + topic_ +
                                  "': " + rd_kafka_err2str(le)));
   }
-  struct Stop {
-    rd_kafka_topic_t* rkt;
-    ~Stop() {
-      rd_kafka_consume_stop(rkt, 0);
-      rd_kafka_topic_destroy(rkt);
-    }
-  } stop{rkt};
-  int64_t next = low;
-  while (next < high) {
+  next_offset_ = low;
+}
+
+Status KafkaStore::catch_up() {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  int64_t low = 0;
+  int64_t high = 0;
+  const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+      reader_, topic_.c_str(), 0, &low, &high, static_cast<int>(remaining_ms(deadline)));
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return unavailable("checkpoint store: cannot read the end of topic '" + topic_ + "' on \"" +
+                       brokers_.bootstrap + "\": " + rd_kafka_err2str(e));
+  }
+  const int64_t from = next_offset_;
+  next_offset_ = std::max(next_offset_, low);
+  while (next_offset_ < high) {
     const int64_t left = remaining_ms(deadline);
     if (left <= 0) {
-      throw sdk::Error(unavailable("checkpoint store: reading topic '" + topic_ +
-                                   "' to its end (offset " + std::to_string(high) +
-                                   ") took longer than timeout_ms; read up to " +
-                                   std::to_string(next)));
+      return unavailable("checkpoint store: reading topic '" + topic_ + "' to its end (offset " +
+                         std::to_string(high) + ") took longer than timeout_ms (" +
+                         std::to_string(timeout_.count()) + " ms); read up to " +
+                         std::to_string(next_offset_));
     }
     rd_kafka_message_t* m =
-        rd_kafka_consume(rkt, 0, static_cast<int>(std::min<int64_t>(left, 100)));
+        rd_kafka_consume(reader_topic_, 0, static_cast<int>(std::min<int64_t>(left, 100)));
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      next = std::max(next, m->offset);
+      next_offset_ = std::max(next_offset_, m->offset);  // compaction leaves gaps
       rd_kafka_message_destroy(m);
       continue;
     }
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const std::string reason = rd_kafka_message_errstr(m);
       rd_kafka_message_destroy(m);
-      throw sdk::Error(unavailable("checkpoint store: reading topic '" + topic_ + "': " + reason));
+      return unavailable("checkpoint store: reading topic '" + topic_ + "': " + reason);
     }
-    rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
-    const int64_t ts = rd_kafka_message_timestamp(m, &ts_type);
-    apply(std::string_view(static_cast<const char*>(m->key), m->key == nullptr ? 0 : m->key_len),
-          m->payload, m->len, ts);
-    next = m->offset + 1;
+    if (m->offset >= next_offset_) {  // not a record applied already
+      rd_kafka_timestamp_type_t ts_type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+      const int64_t ts = rd_kafka_message_timestamp(m, &ts_type);
+      apply(std::string_view(static_cast<const char*>(m->key), m->key == nullptr ? 0 : m->key_len),
+            m->payload, m->len, ts);
+      next_offset_ = m->offset + 1;
+    }
     rd_kafka_message_destroy(m);
   }
-  ctx_.log_info("checkpoint store: read " + std::to_string(high - low) + " records of topic '" +
-                topic_ + "': " + std::to_string(entries_.size()) + " epochs of pipeline '" +
-                pipeline_ + "'");
+  if (next_offset_ > from) {
+    ctx_.log_debug("checkpoint store: read topic '" + topic_ + "' from offset " +
+                   std::to_string(from) + " to " + std::to_string(next_offset_));
+  }
+  return {};
 }
 
 Status KafkaStore::put(const std::string& key, const std::string_view* value, const char* what) {
@@ -278,6 +303,8 @@ Status KafkaStore::mark_committed(uint64_t epoch) {
 }
 
 Result<Value> KafkaStore::read(uint64_t epoch) {
+  // An epoch another process wrote since the last reading.
+  if (entries_.count(epoch) == 0) SLUICE_SDK_RETURN_IF_ERROR(catch_up());
   auto it = entries_.find(epoch);
   if (it == entries_.end()) {
     return sdk::not_found("checkpoint store: no epoch " + std::to_string(epoch) + " in topic '" +
@@ -287,6 +314,7 @@ Result<Value> KafkaStore::read(uint64_t epoch) {
 }
 
 Result<std::vector<EpochInfo>> KafkaStore::list() {
+  SLUICE_SDK_RETURN_IF_ERROR(catch_up());  // what other processes wrote since
   std::vector<EpochInfo> out;
   out.reserve(entries_.size());
   for (const auto& [epoch, e] : entries_) {
@@ -296,6 +324,7 @@ Result<std::vector<EpochInfo>> KafkaStore::list() {
 }
 
 Status KafkaStore::remove(uint64_t epoch) {
+  if (entries_.count(epoch) == 0) SLUICE_SDK_RETURN_IF_ERROR(catch_up());
   auto it = entries_.find(epoch);
   if (it == entries_.end()) return {};
   // The marker first: a crash between the two leaves an uncommitted epoch, never a marker

@@ -21,7 +21,9 @@ namespace sluice::kafka {
 /// the host framed), and one "<pipeline>/<epoch>/committed" marker per committed epoch;
 /// removing an epoch writes tombstones for both keys, so log compaction keeps exactly the
 /// epochs the host keeps. Open reads the topic's partition 0 from the beginning to its end
-/// (last value per key wins, a tombstone deletes).
+/// (last value per key wins, a tombstone deletes). Several processes may share the topic and
+/// write at once (the members of one pipeline, docs/SCALING.md): list(), and read() of an epoch
+/// not known yet, first read what was appended since (catch_up).
 class KafkaStore final : public sdk::Store, private ClientEvents {
  public:
   static constexpr const char* k_name = "kafka";
@@ -29,7 +31,8 @@ class KafkaStore final : public sdk::Store, private ClientEvents {
       "Checkpoints in a compacted Kafka topic (cleanup.policy=compact, create it first): one "
       "record per epoch keyed \"<pipeline>/<epoch>\", a \"<pipeline>/<epoch>/committed\" "
       "marker, tombstones for removed epochs. Writes wait for the broker's acknowledgement "
-      "(acks=all, idempotent); opening reads the topic to its end. See docs/KAFKA.md.";
+      "(acks=all, idempotent); opening reads the topic to its end, and listing (or reading an "
+      "epoch not seen yet) reads what other processes wrote since. See docs/KAFKA.md.";
   static constexpr std::array k_params{
       sdk::required("brokers", SL_PARAM_STRING, "Bootstrap servers, \"host:port,...\"."),
       sdk::param("topic", SL_PARAM_STRING, "\"sluice-checkpoints\"",
@@ -37,7 +40,8 @@ class KafkaStore final : public sdk::Store, private ClientEvents {
                  "(keys start with the pipeline's name).")
           .non_empty(),
       sdk::param("timeout_ms", SL_PARAM_DURATION, "30000",
-                 "Bound on each write (until acknowledged) and on reading the topic at open.")
+                 "Bound on each write (until acknowledged) and on each reading of the topic "
+                 "(to its end at open, then what was appended since).")
           .min(1),
       sdk::param("config", SL_PARAM_TABLE, "{}",
                  "librdkafka properties for the store's producer and reader (same refusals as "
@@ -65,8 +69,12 @@ class KafkaStore final : public sdk::Store, private ClientEvents {
   void on_client_error(rd_kafka_t* rk, int err, const char* reason) override;
   void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m) override;
 
-  /// Reads partition 0 to its end into entries_.
-  void load(const sdk::Config& cfg);
+  /// Makes the reader (a consumer without a group, reading partition 0 from the start).
+  void open_reader(const sdk::Config& cfg);
+  /// Reads partition 0 from where the last reading stopped to its current end into entries_:
+  /// what this and other processes appended since. Bounded by timeout_ms.
+  sdk::Status catch_up();
+  void close_reader();
   /// Applies one record (key, value or tombstone) to entries_.
   void apply(std::string_view key, const void* value, size_t size, int64_t time_ms);
   /// Produces one record (null `value`: a tombstone) and waits for its acknowledgement.
@@ -80,6 +88,9 @@ class KafkaStore final : public sdk::Store, private ClientEvents {
   uint64_t id_ = 0;
   Brokers brokers_;
   rd_kafka_t* producer_ = nullptr;
+  rd_kafka_t* reader_ = nullptr;
+  rd_kafka_topic_t* reader_topic_ = nullptr;  // partition 0 being read (consume_start)
+  int64_t next_offset_ = 0;                   // the next offset to apply
   std::map<uint64_t, Entry> entries_;
   // Delivery of the record being put.
   int outstanding_ = 0;

@@ -90,10 +90,16 @@ TEST_F(CheckpointConfigTest, DefaultsAndStoreOptions) {
   EXPECT_EQ(spec.value->checkpoint.interval_ms, 250);
   EXPECT_EQ(spec.value->checkpoint.keep, 5u);
   EXPECT_EQ(spec.value->checkpoint.options.get("dir")->as_str(), "state/wc");
+  EXPECT_EQ(spec.value->checkpoint.member, "");
+
+  spec = validate("[checkpoint]\nmember = \"worker-2.eu\"\n");
+  ASSERT_TRUE(spec.value.has_value());
+  EXPECT_EQ(spec.value->checkpoint.member, "worker-2.eu");
 }
 
 TEST_F(CheckpointConfigTest, ErrorsNameFileLineAndColumn) {
-  EXPECT_EQ(errors("[checkpoint]\ninterval_ms = 0\nkeep = \"3\"\ndir = \"../up\"\nspeed = 1\n"),
+  EXPECT_EQ(errors("[checkpoint]\ninterval_ms = 0\nkeep = \"3\"\ndir = \"../up\"\nspeed = 1\n"
+                   "member = \"node 1\"\n"),
             (std::vector<std::string>{
                 "c.toml:2:15: error: key 'checkpoint.interval_ms': 0 is out of range; valid "
                 "values are >= 1",
@@ -101,7 +107,8 @@ TEST_F(CheckpointConfigTest, ErrorsNameFileLineAndColumn) {
                 "c.toml:4:7: error: key 'checkpoint.dir': '../up' must not contain '..' (give "
                 "the directory itself)",
                 "c.toml:5:1: error: key 'checkpoint.speed': unknown key 'speed'; valid "
-                "[checkpoint] keys (store 'fs') are: store, interval_ms, keep, dir",
+                "[checkpoint] keys (store 'fs') are: store, interval_ms, keep, member, dir",
+                "c.toml:6:10: error: key 'checkpoint.member': may hold only A-Z a-z 0-9 . _ -",
             }));
   EXPECT_EQ(errors("[checkpoint]\nstore = \"kafak\"\n"),
             (std::vector<std::string>{

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -287,6 +288,43 @@ TEST_F(FsStoreTest, DiskWriteFailureIsAClearErrorAndThePreviousStaysUsable) {
   ASSERT_TRUE(loaded.is_ok());
   ASSERT_EQ(loaded->size(), 1u);
   EXPECT_EQ((*loaded)[0].checkpoint.epoch, 1u);
+}
+
+// Several daemons share one directory (the members of a pipeline, docs/SCALING.md).
+TEST_F(FsStoreTest, TwoStoresOnOneDirectorySeeEachOthersEpochs) {
+  write(1, 10);
+  std::unique_ptr<StoreHandle> other = open_dir(dir_.string());
+  ASSERT_TRUE(other);
+  ASSERT_TRUE(other->write(7, encode_checkpoint(sample(7, 70))).is_ok());
+  ASSERT_TRUE(other->mark_committed(7).is_ok());
+  // The store opened first lists and reads what the other wrote after it opened.
+  auto list = store_->list();
+  ASSERT_TRUE(list.is_ok()) << list.status().message();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].epoch, 7u);
+  EXPECT_TRUE((*list)[0].committed);
+  auto bytes = store_->read(7);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  EXPECT_EQ(decode_checkpoint(bytes.value())->tasks[0].nodes[0].state.get("offset")->as_int(), 70);
+  EXPECT_EQ(other->list()->size(), 2u);
+}
+
+TEST_F(FsStoreTest, OpeningKeepsAnotherWritersTemporaryFileAndDropsAStaleOne) {
+  // Another process in the middle of writing epoch 3, and one that crashed long ago while
+  // writing epoch 4: a store opened now must not pull the first from under its writer.
+  const fs::path busy = dir_ / ("." + fs_epoch_file(3) + ".4242.0000beef.tmp");
+  const fs::path stale = dir_ / ("." + fs_epoch_file(4) + ".4243.0000cafe.tmp");
+  for (const fs::path& p : {busy, stale}) std::ofstream(p) << "partial";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  std::unique_ptr<StoreHandle> other = open_dir(dir_.string());
+  ASSERT_TRUE(other);
+  EXPECT_TRUE(fs::exists(busy));
+  EXPECT_FALSE(fs::exists(stale));
+  // Neither is an epoch.
+  EXPECT_EQ(other->list()->size(), 0u);
+  // And two stores writing into the directory use temporary files of their own.
+  ASSERT_TRUE(other->write(5, encode_checkpoint(sample(5, 50))).is_ok());
+  EXPECT_TRUE(fs::exists(busy));
 }
 
 TEST_F(FsStoreTest, DotDotInDirIsRefused) {

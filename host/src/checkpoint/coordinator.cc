@@ -1,5 +1,7 @@
 #include "checkpoint/coordinator.hpp"
 
+#include "graph/topology.hpp"
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -22,10 +24,41 @@ int64_t steady_ns() {
 }
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
+// A keyed node's snapshot ({"groups": {"<g>": state}, ...}) without `lost`.
+Value without_groups(const Value& state, const std::vector<uint32_t>& lost) {
+  if (!state.is_object()) return state;
+  std::vector<std::pair<std::string, Value>> top;
+  for (size_t i = 0; i < state.size(); ++i) {
+    Value member = state.at(i);
+    if (state.key_at(i) == "groups" && member.is_object()) {
+      std::vector<std::pair<std::string, Value>> kept;
+      for (size_t k = 0; k < member.size(); ++k) {
+        const std::string_view name = member.key_at(k);
+        const bool gone = std::any_of(lost.begin(), lost.end(),
+                                      [&](uint32_t g) { return std::to_string(g) == name; });
+        if (!gone) kept.emplace_back(std::string(name), member.at(k));
+      }
+      member = Value::object(kept);
+    }
+    top.emplace_back(std::string(state.key_at(i)), std::move(member));
+  }
+  return Value::object(top);
+}
+
 // How long a task thread waits for the others' recovery answers.
 constexpr auto k_decision_timeout = std::chrono::seconds(120);
 
 }  // namespace
+
+uint64_t member_tag(std::string_view member) {
+  if (member.empty()) return 0;
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a
+  for (unsigned char c : member) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return 1 + h % k_member_mask;
+}
 
 Result<std::unique_ptr<StoreHandle>> open_store(const GraphSpec& spec) {
   const CheckpointSettings& cp = spec.checkpoint;
@@ -36,10 +69,12 @@ Result<std::unique_ptr<StoreHandle>> open_store(const GraphSpec& spec) {
   return StoreHandle::open(*cp.store_info, spec.name, cp.options, spec.registry);
 }
 
-Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many) {
+Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many,
+                                        const std::function<bool(uint64_t)>& own) {
   SLUICE_ASSIGN_OR_RETURN(auto entries, store.list());
   std::vector<Loaded> out;
   for (const EpochEntry& e : entries) {
+    if (own && !own(e.epoch)) continue;
     const int64_t start = steady_ns();
     auto bytes = store.read(e.epoch);
     std::optional<Status> problem;
@@ -70,16 +105,39 @@ Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many) {
 }
 
 Coordinator::Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> store,
-                         ResetState reset)
-    : spec_(&spec), store_(std::move(store)), reset_(std::move(reset)) {}
+                         ResetState reset, std::string member)
+    : spec_(&spec),
+      store_(std::move(store)),
+      reset_(std::move(reset)),
+      member_(std::move(member)),
+      tag_(member_tag(member_)),
+      epoch_step_(tag_ == 0 ? 1 : uint64_t{1} << k_member_bits) {}
 
 Coordinator::~Coordinator() {
   if (timer_) timer_->cancel();
 }
 
 Status Coordinator::load() {
-  SLUICE_ASSIGN_OR_RETURN(auto entries, store_->list());
-  if (!entries.empty()) next_epoch_ = entries.front().epoch + 1;
+  SLUICE_ASSIGN_OR_RETURN(auto all, store_->list());
+  std::vector<EpochEntry> entries;
+  for (const EpochEntry& e : all) {
+    if (own(e.epoch)) entries.push_back(e);
+  }
+  next_epoch_ = tag_ == 0 ? 1 : epoch_step_ | tag_;
+  if (!entries.empty()) next_epoch_ = entries.front().epoch + epoch_step_;
+  const bool keyed = std::any_of(spec_->nodes.begin(), spec_->nodes.end(), [](const NodeSpec& n) {
+    return n.info && (n.info->vtable.flags & SL_NODE_KEYED_STATE) != 0;
+  });
+  if (keyed) {
+    // Grouped sources ask it for their groups' state on each assignment, from their tasks'
+    // threads: it has a store handle of its own.
+    SLUICE_ASSIGN_OR_RETURN(auto index_store, open_store(*spec_));
+    index_ = std::make_unique<KeyGroupIndex>(std::move(index_store));
+  }
+  if (tag_ != 0) {
+    spdlog::info("checkpoint member '{}': {} epoch{} of its own among {} in store '{}'", member_,
+                 entries.size(), entries.size() == 1 ? "" : "s", all.size(), store_->name());
+  }
   if (reset_.all) {
     spdlog::warn(
         "--reset-state all: every node starts from fresh state; the next checkpoint is "
@@ -87,7 +145,8 @@ Status Coordinator::load() {
         next_epoch_);
     return Status::ok();
   }
-  SLUICE_ASSIGN_OR_RETURN(auto loaded, load_newest(*store_, 2));
+  SLUICE_ASSIGN_OR_RETURN(auto loaded,
+                          load_newest(*store_, 2, [this](uint64_t e) { return own(e); }));
   if (loaded.empty()) {
     if (!entries.empty()) {
       spdlog::warn("no usable checkpoint in store '{}' ({} unusable): starting fresh",
@@ -101,6 +160,15 @@ Status Coordinator::load() {
     return n.info && n.info->vtable.checkpoint_recover;
   });
   const Loaded& newest = loaded[0];
+  if (newest.checkpoint.member != member_) {
+    return Status(
+        SL_FAILED_PRECONDITION,
+        fmt::format("checkpoint epoch {} in store '{}' was written by member '{}', and "
+                    "this daemon is member '{}': the two names share an epoch tag "
+                    "(or the pipeline ran before without [checkpoint] member); give "
+                    "this member another name",
+                    newest.checkpoint.epoch, store_->name(), newest.checkpoint.member, member_));
+  }
   const std::string read_note = fmt::format("{} bytes read in {:.1f} ms, decoded in {:.1f} ms",
                                             newest.bytes, newest.read_ms, newest.decode_ms);
   restore_ = std::move(loaded[0].checkpoint);
@@ -117,6 +185,27 @@ Status Coordinator::load() {
   for (const Checkpoint* cp : {&*restore_, fallback_ ? &*fallback_ : nullptr}) {
     if (!cp) continue;
     if (cp->tasks.size() != spec_->runtime.tasks) {
+      // Keyed state follows its sources' assignments to whichever task gets the groups;
+      // any other state cannot be split or merged.
+      bool only_keyed = true;
+      for (const TaskState& t : cp->tasks) {
+        for (const NodeState& n : t.nodes) {
+          const NodeSpec* now = spec_->find(n.id);
+          if (!now || !now->info || (now->info->vtable.flags & SL_NODE_KEYED_STATE) == 0) {
+            only_keyed = reset(n.id);
+          }
+          if (!only_keyed) break;
+        }
+        if (!only_keyed) break;
+      }
+      if (only_keyed && index_) {
+        keyed_by_assignment_only_ = true;
+        spdlog::warn(
+            "checkpoint epoch {} was taken with {} task{}, the pipeline now runs {}: its keyed "
+            "state comes back with the key groups each task is assigned",
+            cp->epoch, cp->tasks.size(), cp->tasks.size() == 1 ? "" : "s", spec_->runtime.tasks);
+        continue;
+      }
       problems.push_back(fmt::format(
           "checkpoint epoch {} was taken with {} task{}, the pipeline now runs {} ([runtime] "
           "tasks): saved state cannot be split or merged",
@@ -165,7 +254,7 @@ Status Coordinator::load() {
 
 NodeStates Coordinator::states_for(const Checkpoint& cp, uint32_t index) const {
   NodeStates out;
-  if (index >= cp.tasks.size()) return out;
+  if (index >= cp.tasks.size() || keyed_by_assignment_only_) return out;
   for (const NodeState& n : cp.tasks[index].nodes) {
     if (std::find(reset_.nodes.begin(), reset_.nodes.end(), n.id) != reset_.nodes.end()) continue;
     const NodeSpec* now = spec_->find(n.id);
@@ -217,6 +306,9 @@ Status Coordinator::restore_task_states(EpochParticipant* task, uint32_t index) 
   NodeStates states = states_for(*cp, index);
   const size_t count = states.size();
   SLUICE_RETURN_IF_ERROR(task->restore_states(states));
+  if (!keyed_by_assignment_only_ && index < cp->tasks.size()) {
+    task->restore_claims(cp->tasks[index].claims);
+  }
   spdlog::info("task {}: checkpoint epoch {} restored into {} node{} in {:.1f} ms", index,
                cp->epoch, count, count == 1 ? "" : "s", ms(steady_ns() - start));
   return Status::ok();
@@ -246,7 +338,8 @@ void Coordinator::trigger() {
 void Coordinator::start_epoch(bool final) {
   running_ = Running{};  // not emplace(): clang 14 misjudges a nested type's default constructor
   Running& r = *running_;
-  r.epoch = next_epoch_++;
+  r.epoch = next_epoch_;
+  next_epoch_ += epoch_step_;
   r.final = final;
   r.started_ns = steady_ns();
   r.parts.resize(tasks_.size());
@@ -257,19 +350,19 @@ void Coordinator::start_epoch(bool final) {
   boost::asio::io_context* control = control_;
   for (uint32_t i : std::set<uint32_t>(r.waiting)) {
     tasks_[i]->begin_checkpoint(
-        epoch, final, [this, i, control](uint64_t e, Result<NodeStates> states) {
-          boost::asio::post(*control, [this, i, e, states = std::move(states)]() mutable {
-            on_snapshot(i, e, std::move(states));
+        epoch, final, [this, i, control](uint64_t e, Result<TaskSnapshot> snapshot) {
+          boost::asio::post(*control, [this, i, e, snapshot = std::move(snapshot)]() mutable {
+            on_snapshot(i, e, std::move(snapshot));
           });
         });
   }
   maybe_store();
 }
 
-void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<NodeStates> states) {
+void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<TaskSnapshot> snapshot) {
   if (!running_ || running_->epoch != epoch || running_->stored) return;
-  if (states.is_ok()) {
-    running_->parts[index] = std::move(states).value();
+  if (snapshot.is_ok()) {
+    running_->parts[index] = std::move(snapshot).value();
   } else {
     running_->failed = true;  // the task fails itself; task_finished follows
   }
@@ -309,18 +402,21 @@ void Coordinator::maybe_store() {
   cp.epoch = r.epoch;
   cp.time_ns = wall_ns();
   cp.pipeline = spec_->name;
+  cp.member = member_;
   for (uint32_t i = 0; i < tasks_.size(); ++i) {
     TaskState t;
     if (!r.parts[i]) {
       t.finished = true;  // ended before the epoch: its input is consumed
     } else {
-      for (auto& [id, state] : *r.parts[i]) {
+      for (auto& [id, state] : r.parts[i]->states) {
         const NodeSpec* n = spec_->find(id);
         t.nodes.push_back(NodeState{id, n ? n->type : std::string(), n ? n->role : 0, state});
       }
+      t.claims = std::move(r.parts[i]->claims);
     }
     cp.tasks.push_back(std::move(t));
   }
+  fence(cp);
   const std::string bytes = encode_checkpoint(cp);
   r.encoded_ns = steady_ns();
   r.bytes = bytes.size();
@@ -384,9 +480,70 @@ void Coordinator::prune() {
     spdlog::warn("checkpoint retention: {}", entries.status().message());
     return;
   }
-  for (size_t k = spec_->checkpoint.keep; k < entries->size(); ++k) {
-    Status st = store_->remove((*entries)[k].epoch);
+  // An entry past `keep` that is still where some key group is restored from stays: the
+  // group's new owner may not have checkpointed it yet.
+  std::set<uint64_t> holders;
+  if (index_) {
+    auto view = index_->view();
+    if (!view.is_ok()) {
+      spdlog::warn("checkpoint retention: {}", view.status().message());
+      return;
+    }
+    for (const auto& [key, h] : view->holder) holders.insert(h.epoch);
+  }
+  size_t mine = 0;
+  for (const EpochEntry& e : *entries) {
+    if (!own(e.epoch) || ++mine <= spec_->checkpoint.keep || holders.count(e.epoch) != 0) {
+      continue;
+    }
+    Status st = store_->remove(e.epoch);
     if (!st.is_ok()) spdlog::warn("checkpoint retention: {}", st.message());
+  }
+}
+
+void Coordinator::fence(Checkpoint& cp) {
+  if (!index_) return;
+  const bool any = std::any_of(cp.tasks.begin(), cp.tasks.end(),
+                               [](const TaskState& t) { return !t.claims.empty(); });
+  if (!any) return;
+  auto view = index_->view();
+  if (!view.is_ok()) {
+    // Written unfenced: restore still prefers a higher claim, so a newer owner's entries win.
+    spdlog::warn("checkpoint epoch {}: key group claims not checked: {}", cp.epoch,
+                 view.status().message());
+    return;
+  }
+  for (TaskState& t : cp.tasks) {
+    for (auto& [source, groups] : t.claims) {
+      std::vector<uint32_t> lost;
+      for (const auto& [group, claim] : groups) {
+        auto high = view->highest_claim.find({source, group});
+        if (high != view->highest_claim.end() && high->second > claim) lost.push_back(group);
+      }
+      if (lost.empty()) continue;
+      std::set<std::string> keyed;
+      const auto index = spec_->index_of(source);
+      if (index) {
+        for (size_t k : downstream_of(*spec_, *index)) {
+          const NodeSpec& n = spec_->nodes[k];
+          if (n.info && (n.info->vtable.flags & SL_NODE_KEYED_STATE) != 0) keyed.insert(n.id);
+        }
+      }
+      std::string names;
+      for (uint32_t g : lost) {
+        groups.erase(g);
+        names += fmt::format("{}{}", names.empty() ? "" : ", ", g);
+      }
+      for (NodeState& n : t.nodes) {
+        if (keyed.count(n.id) == 0) continue;
+        n.state = without_groups(n.state, lost);
+      }
+      spdlog::warn(
+          "checkpoint epoch {}: key group{} {} of node '{}' were claimed by another task or "
+          "member since this one took them: left out of this checkpoint (this member lost "
+          "them, e.g. while paused)",
+          cp.epoch, lost.size() == 1 ? "" : "s", names, source);
+    }
   }
 }
 

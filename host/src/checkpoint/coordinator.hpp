@@ -9,6 +9,7 @@
 #pragma once
 
 #include "checkpoint/format.hpp"
+#include "checkpoint/key_group_index.hpp"
 #include "checkpoint/store.hpp"
 #include "common/result.hpp"
 #include "executor/epoch_participant.hpp"
@@ -29,6 +30,15 @@
 namespace sluice::host::checkpoint {
 
 using NodeStates = EpochParticipant::NodeStates;
+using TaskSnapshot = EpochParticipant::TaskSnapshot;
+
+// Several daemons (members) share one store (`[checkpoint] member`, docs/SCALING.md): each
+// numbers its epochs (seq << k_member_bits) | tag, the tag made from its name, so that
+// their epochs never collide and each finds its own.
+inline constexpr int k_member_bits = 20;
+inline constexpr uint64_t k_member_mask = (uint64_t{1} << k_member_bits) - 1;
+// 0 for a pipeline run alone (no member name), else 1 .. k_member_mask.
+uint64_t member_tag(std::string_view member);
 
 // --reset-state: start these nodes (or all) from fresh state.
 struct ResetState {
@@ -50,11 +60,16 @@ struct Loaded {
 };
 // Newest first: the newest usable checkpoint and, when it is not committed, the
 // usable one before it (the fallback of checkpoint_recover).
-Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many);
+// With `own`, only the epochs it accepts (a member's own).
+Result<std::vector<Loaded>> load_newest(StoreHandle& store, size_t how_many,
+                                        const std::function<bool(uint64_t)>& own = {});
 
 class Coordinator {
  public:
-  Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> store, ResetState reset);
+  // `member`: this daemon's name among those sharing the store (`sluiced run --member`, else
+  // [checkpoint] member); empty when it runs the pipeline alone.
+  Coordinator(const GraphSpec& spec, std::unique_ptr<StoreHandle> store, ResetState reset,
+              std::string member = {});
   ~Coordinator();  // stops the timer; the store closes with the object
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
@@ -83,6 +98,10 @@ class Coordinator {
   // none runs; the caller then drains as without checkpointing.
   bool stop_with_final_checkpoint(std::function<void(Status)> done);
 
+  // Where grouped sources' tasks find their key groups' state (Task::set_key_group_directory);
+  // null when no node keeps keyed state. Set by load(); lives as long as the coordinator.
+  [[nodiscard]] KeyGroupDirectory* key_groups() const { return index_.get(); }
+
   [[nodiscard]] uint64_t last_completed_epoch() const { return last_completed_; }
   // For metrics (control thread).
   struct Stats {
@@ -106,24 +125,34 @@ class Coordinator {
     int64_t stored_ns = 0;
     size_t bytes = 0;
     std::set<uint32_t> waiting;  // tasks whose snapshot / commit is outstanding
-    std::vector<std::optional<NodeStates>> parts;
+    std::vector<std::optional<TaskSnapshot>> parts;
   };
 
   void schedule_next();
   void start_epoch(bool final);
-  void on_snapshot(uint32_t index, uint64_t epoch, Result<NodeStates> states);
+  void on_snapshot(uint32_t index, uint64_t epoch, Result<TaskSnapshot> snapshot);
   void on_committed(uint32_t index, uint64_t epoch);
   void maybe_store();
   void maybe_complete();
   void finish_epoch(Status outcome);
   void prune();
+  [[nodiscard]] bool own(uint64_t epoch) const {
+    return tag_ == 0 || (epoch & k_member_mask) == tag_;
+  }
+  // Removes from `cp` the key groups another task or member claimed after this one (it lost
+  // them, e.g. paused past the session timeout): what it wrote late must not be restored.
+  void fence(Checkpoint& cp);
   NodeStates states_for(const Checkpoint& cp, uint32_t index) const;
   Status restore_task_states(EpochParticipant* task, uint32_t index);
 
   const GraphSpec* spec_;
   std::unique_ptr<StoreHandle> store_;
+  std::unique_ptr<KeyGroupIndex> index_;
   ResetState reset_;
+  std::string member_;
+  uint64_t tag_ = 0;  // member_tag(member_)
   uint64_t next_epoch_ = 1;
+  uint64_t epoch_step_ = 1;  // 1, or 1 << k_member_bits for a member
   uint64_t last_completed_ = 0;
   Stats stats_;
 
@@ -132,6 +161,9 @@ class Coordinator {
   bool restore_committed_ = true;
   std::optional<Checkpoint> fallback_;  // used when a node says restore_ was not committed
   bool graph_has_recover_ = false;
+  // The checkpoint was taken with another task count: keyed nodes (whose groups come back
+  // with their sources' assignments) restore nothing at start.
+  bool keyed_by_assignment_only_ = false;
 
   // The recovery decision across task threads.
   std::mutex mutex_;

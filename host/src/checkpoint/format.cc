@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -316,6 +317,29 @@ void encode_raw(sl_value v, std::string& out) {
   }
 }
 
+// A task's "claims": {source: {"<group>": claim}}.
+Result<Claims> decode_claims(const Value& v) {
+  if (!v.is_object()) return corrupt("'claims' is not an object");
+  Claims out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Value groups = v.at(i);
+    if (!groups.is_object()) return corrupt("'claims' of a source is not an object");
+    auto& mine = out[std::string(v.key_at(i))];
+    for (size_t k = 0; k < groups.size(); ++k) {
+      const std::string_view key = groups.key_at(k);
+      uint32_t group = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), group);
+      const Value claim = groups.at(k);
+      if (ec != std::errc() || end != key.data() + key.size() || group == 0 || !claim.is_int() ||
+          claim.as_int() < 0) {
+        return corrupt("a claim is not \"<key group>\": <claim number>");
+      }
+      mine[group] = static_cast<uint64_t>(claim.as_int());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void encode_value(const Value& v, std::string& out) {
@@ -338,12 +362,24 @@ std::string encode_checkpoint(const Checkpoint& cp) {
     std::vector<std::pair<std::string, Value>> e;
     e.emplace_back("finished", Value::boolean(t.finished));
     e.emplace_back("nodes", Value::array(nodes));
+    if (!t.claims.empty()) {
+      std::vector<std::pair<std::string, Value>> sources;
+      for (const auto& [source, groups] : t.claims) {
+        std::vector<std::pair<std::string, Value>> g;
+        for (const auto& [group, claim] : groups) {
+          g.emplace_back(std::to_string(group), Value::integer(static_cast<int64_t>(claim)));
+        }
+        sources.emplace_back(source, Value::object(g));
+      }
+      e.emplace_back("claims", Value::object(sources));
+    }
     tasks.push_back(Value::object(e));
   }
   std::vector<std::pair<std::string, Value>> root;
   root.emplace_back("epoch", Value::integer(static_cast<int64_t>(cp.epoch)));
   root.emplace_back("time_ns", Value::integer(cp.time_ns));
   root.emplace_back("pipeline", Value::string(cp.pipeline));
+  if (!cp.member.empty()) root.emplace_back("member", Value::string(cp.member));
   root.emplace_back("tasks", Value::array(tasks));
   const Value payload_value = Value::object(root);
 
@@ -395,6 +431,9 @@ Result<Checkpoint> decode_checkpoint(std::string_view bytes) {
   cp.epoch = static_cast<uint64_t>(epoch);
   SLUICE_ASSIGN_OR_RETURN(cp.time_ns, get_int(root, "time_ns"));
   SLUICE_ASSIGN_OR_RETURN(cp.pipeline, get_string(root, "pipeline"));
+  if (auto member = root.get("member"); member && member->is_string()) {
+    cp.member = std::string(member->as_str());
+  }
   auto tasks = root.get("tasks");
   if (!tasks || !tasks->is_array()) return corrupt("missing 'tasks'");
   for (size_t i = 0; i < tasks->size(); ++i) {
@@ -414,6 +453,9 @@ Result<Checkpoint> decode_checkpoint(std::string_view bytes) {
       auto state = n.get("state");
       if (state) ns.state = *state;
       ts.nodes.push_back(std::move(ns));
+    }
+    if (auto claims = t.get("claims"); claims) {
+      SLUICE_ASSIGN_OR_RETURN(ts.claims, decode_claims(*claims));
     }
     cp.tasks.push_back(std::move(ts));
   }

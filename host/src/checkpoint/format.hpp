@@ -12,6 +12,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "executor/epoch_participant.hpp"
 #include "value/value.hpp"
 
 #include <cstdint>
@@ -33,16 +34,22 @@ struct NodeState {
   Value state;
 };
 
+// Key groups a task owned when it took the epoch, per grouped source (the node that
+// called key_groups_assigned): source id -> key group -> claim number (docs/SCALING.md).
+using Claims = EpochParticipant::GroupClaims;
+
 // One task's part of a checkpoint.
 struct TaskState {
   bool finished = false;  // the task had ended (all its input consumed): nothing to restore
   std::vector<NodeState> nodes;
+  Claims claims;  // empty without grouped sources
 };
 
 struct Checkpoint {
   uint64_t epoch = 0;
   int64_t time_ns = 0;  // wall clock when the epoch was taken
   std::string pipeline;
+  std::string member;            // the daemon that took it, when several share the store
   std::vector<TaskState> tasks;  // index = task index
 
   [[nodiscard]] const NodeState* find(size_t task, std::string_view id) const;

@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <system_error>
 
@@ -22,10 +24,16 @@ constexpr std::string_view k_prefix = "epoch-";
 constexpr std::string_view k_suffix = ".ckpt";
 constexpr std::string_view k_committed_suffix = ".committed";
 
+// Several processes may share the directory (the members of one pipeline, docs/SCALING.md):
+// each writes its temporary files under a tag of its own, and open removes only temporary
+// files left long ago (by a crash), never one another process is writing now.
+constexpr auto k_stale_tmp_age = std::chrono::hours(1);
+
 struct FsStore {
   sl_context* ctx;
   const sl_host_api* host;
   std::filesystem::path dir;
+  std::string tmp_tag;  // "<pid>.<random>": this store's temporary files
 };
 
 sl_status fail(FsStore* s, sl_status st, const std::string& msg) {
@@ -60,7 +68,8 @@ sl_status write_atomically(FsStore* s, const std::filesystem::path& path, const 
                            size_t size) {
   // fmt, not `"." + name + ".tmp"`: GCC 12 at -O3 reports a false -Wrestrict on that
   // std::string concatenation.
-  std::filesystem::path tmp = s->dir / fmt::format(".{}.tmp", path.filename().string());
+  std::filesystem::path tmp =
+      s->dir / fmt::format(".{}.{}.tmp", path.filename().string(), s->tmp_tag);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_fail(s, errno, "create", tmp);
   auto abandon = [&](int err, std::string_view what) {
@@ -95,7 +104,8 @@ sl_status write_atomically(FsStore* s, const std::filesystem::path& path, const 
 
 sl_status fs_open(const sl_store_init* init, void** out_self) {
   *out_self = nullptr;
-  auto* s = new FsStore{init->ctx, init->host, {}};
+  auto* s = new FsStore{
+      init->ctx, init->host, {}, fmt::format("{}.{:08x}", ::getpid(), std::random_device{}())};
   sl_value dir = sl_null();
   std::string_view pipeline(init->pipeline.data, init->pipeline.size);
   if (init->host->object_get(init->config, "dir", 3, &dir) && dir.kind == SL_KIND_STRING) {
@@ -121,12 +131,14 @@ sl_status fs_open(const sl_store_init* init, void** out_self) {
     delete s;
     return st;
   }
-  // A crash during write leaves a temporary file behind: never a checkpoint, so drop it.
+  // A crash during write leaves a temporary file behind: never a checkpoint, so drop it
+  // once it is old enough not to be another process's write in progress.
+  const auto now = std::filesystem::file_time_type::clock::now();
   for (const auto& entry : std::filesystem::directory_iterator(s->dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(".epoch-") && name.ends_with(".tmp")) {
-      std::filesystem::remove(entry.path(), ec);
-    }
+    if (!name.starts_with(".epoch-") || !name.ends_with(".tmp")) continue;
+    const auto written = std::filesystem::last_write_time(entry.path(), ec);
+    if (!ec && now - written >= k_stale_tmp_age) std::filesystem::remove(entry.path(), ec);
   }
   *out_self = s;
   return SL_OK;

@@ -17,9 +17,10 @@ using PluginDirs = std::vector<std::filesystem::path>;  // --plugin-dir, in orde
 // `config` (see daemon/daemon.hpp). Under systemd it speaks the notify
 // protocol; with [admin] it serves the admin endpoint.
 // With [checkpoint] the newest checkpoint is restored first (docs/CHECKPOINTING.md);
-// `reset_state` names nodes to start fresh ("all": every node).
+// `reset_state` names nodes to start fresh ("all": every node). `member` names this daemon
+// among those sharing the checkpoint store (docs/SCALING.md; empty: [checkpoint] member).
 int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
-                const std::vector<std::string>& reset_state);
+                const std::vector<std::string>& reset_state, const std::string& member = {});
 
 // `sluiced validate`: the config against its plugins; with `create`, also every node
 // of every task created and destroyed as `run` would, without starting it.

@@ -1,5 +1,5 @@
-// `sluiced run CONFIG [--reset-state NODE]`: the daemon, with checkpointing attached
-// when the pipeline has [checkpoint].
+// `sluiced run CONFIG [--reset-state NODE] [--member NAME]`: the daemon, with checkpointing
+// attached when the pipeline has [checkpoint].
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/load_and_report.hpp"
@@ -13,7 +13,13 @@
 namespace sluice::host {
 
 int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
-                const std::vector<std::string>& reset_state) {
+                const std::vector<std::string>& reset_state, const std::string& member) {
+  if (!member.empty()) {
+    if (auto problem = member_name_problem(member)) {
+      spdlog::error("--member '{}': {}", member, *problem);
+      return k_exit_invalid;
+    }
+  }
   auto pipeline = load_and_report(config, dirs);
   if (!pipeline) return k_exit_invalid;
   std::unique_ptr<CheckpointService> checkpoints;
@@ -26,14 +32,19 @@ int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
         reset.nodes.push_back(id);
       }
     }
-    auto service = CheckpointService::create(pipeline->spec, std::move(reset));
+    auto service = CheckpointService::create(pipeline->spec, std::move(reset), member);
     if (!service.is_ok()) {
       spdlog::error("{}", service.status().message());
       return k_exit_invalid;
     }
     checkpoints = std::move(service).value();
-  } else if (!reset_state.empty()) {
-    spdlog::warn("--reset-state has no effect: the pipeline has no [checkpoint] table");
+  } else {
+    if (!reset_state.empty()) {
+      spdlog::warn("--reset-state has no effect: the pipeline has no [checkpoint] table");
+    }
+    if (!member.empty()) {
+      spdlog::warn("--member has no effect: the pipeline has no [checkpoint] table");
+    }
   }
   Daemon daemon(std::move(*pipeline), DaemonOptions{config, dirs, k_exit_runtime_error});
   if (checkpoints) {

@@ -49,7 +49,7 @@ void Validator::check_checkpoint(const toml::node& node) {
   }
   const StoreInfo& store = *cp.store_info;
 
-  std::vector<std::string> valid{"store", "interval_ms", "keep"};
+  std::vector<std::string> valid{"store", "interval_ms", "keep", "member"};
   for (const ParamInfo& p : store.params) valid.push_back(p.name);
   std::vector<std::pair<std::string, Value>> options;
   std::vector<std::string> given;
@@ -65,6 +65,19 @@ void Validator::check_checkpoint(const toml::node& node) {
     } else if (key == "keep") {
       if (auto i = runtime_int(v, key, 1, 1'000'000, "checkpoint")) {
         cp.keep = static_cast<uint32_t>(*i);
+      }
+    } else if (key == "member") {
+      if (const auto* m = v.as_string()) {
+        if (auto problem = member_name_problem(m->get())) {
+          error(pos(v.source()), "", full_key, *problem);
+        } else {
+          cp.member = m->get();
+        }
+      } else {
+        error(pos(v.source()), "", full_key,
+              fmt::format("expected string (this daemon's name among the daemons sharing the "
+                          "store), got {}",
+                          toml_type_name(v)));
       }
     } else if (const ParamInfo* p = store.find_param(key)) {
       given.push_back(key);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +20,14 @@ class EpochParticipant {
  public:
   // The state of every stateful node (SL_NODE_STATEFUL with a snapshot callback), by node id.
   using NodeStates = std::vector<std::pair<std::string, Value>>;
-  using EpochDone = std::function<void(uint64_t epoch, Result<NodeStates> states)>;
+  // The key groups a task owns, per grouped source (a node that called
+  // key_groups_assigned): source id -> key group -> claim number (docs/SCALING.md).
+  using GroupClaims = std::map<std::string, std::map<uint32_t, uint64_t>>;
+  struct TaskSnapshot {
+    NodeStates states;
+    GroupClaims claims;
+  };
+  using EpochDone = std::function<void(uint64_t epoch, Result<TaskSnapshot> snapshot)>;
 
   // Thread-safe: starts `epoch` between two polls: sources pause, sinks are asked to
   // prepare; once all answered, `done` runs on the task thread with the snapshot. Not run
@@ -36,6 +44,9 @@ class EpochParticipant {
   // Task thread, after the nodes were created and before they start: hands each node its
   // saved state.
   virtual Status restore_states(const NodeStates& states) = 0;
+  // Task thread, with restore_states: the key groups the restored task part owned. A grouped
+  // source's first assignment drops those of them it does not name.
+  virtual void restore_claims(const GroupClaims& claims) = 0;
 
  protected:
   EpochParticipant() = default;

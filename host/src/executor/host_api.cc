@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <new>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -103,6 +104,14 @@ void api_io_unwatch(sl_context* ctx, uint64_t watch_id) {
 }
 void api_checkpoint_ready(sl_context* ctx, uint64_t epoch, sl_status status) {
   task_of(ctx).checkpoint_ready(ctx->node, epoch, status);
+}
+sl_status api_key_groups_assigned(sl_context* ctx, const uint32_t* groups, size_t count) {
+  if (!ctx->task) return SL_FAILED_PRECONDITION;  // a store's context: no task
+  return task_of(ctx).key_groups_assigned(ctx->node, std::span(groups, count));
+}
+sl_status api_key_groups_revoked(sl_context* ctx, const uint32_t* groups, size_t count) {
+  if (!ctx->task) return SL_FAILED_PRECONDITION;
+  return task_of(ctx).key_groups_revoked(ctx->node, std::span(groups, count));
 }
 void api_gauge_set(sl_context* ctx, const char* name, size_t name_len, const char* labels,
                    size_t labels_len, double value) {
@@ -309,6 +318,8 @@ sl_host_api make_table() {
   t.gauge_set = api_gauge_set;
   t.object_put_unique = object_put_unique;
   t.array_items = array_items;
+  t.key_groups_assigned = api_key_groups_assigned;
+  t.key_groups_revoked = api_key_groups_revoked;
   return t;
 }
 

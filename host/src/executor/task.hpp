@@ -14,6 +14,7 @@
 #include "executor/clock.hpp"
 #include "executor/epoch_participant.hpp"
 #include "executor/io_watches.hpp"
+#include "executor/key_group_directory.hpp"
 #include "executor/node_gauges.hpp"
 #include "executor/timer_queue.hpp"
 #include "graph/graph_spec.hpp"
@@ -28,8 +29,11 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -216,6 +220,12 @@ class Task final : public EpochParticipant {
   Result<NodeStates> snapshot_states();
   // After create() and before start(): hands each node its saved state.
   Status restore_states(const NodeStates& states) override;
+  void restore_claims(const GroupClaims& claims) override { claims_ = claims; }
+  // The key groups owned now, per grouped source (task thread).
+  [[nodiscard]] const GroupClaims& claims() const { return claims_; }
+  // Before start(): where key_groups_assigned finds the groups' state (the checkpoint's
+  // directory; null without checkpoints: the calls then do nothing). Not owned.
+  void set_key_group_directory(KeyGroupDirectory* directory) { key_groups_ = directory; }
 
   // -- the checkpoint epoch protocol (executor/task_epoch.cc) -----------------
   // The coordinator's view: EpochParticipant (executor/epoch_participant.hpp).
@@ -224,6 +234,9 @@ class Task final : public EpochParticipant {
   Result<bool> recover_checkpoint(uint64_t epoch, const NodeStates& states) override;
   // sl_host_api.checkpoint_ready (task thread).
   void checkpoint_ready(size_t node, uint64_t epoch, sl_status status);
+  // sl_host_api.key_groups_assigned / key_groups_revoked (executor/task_key_groups.cc).
+  sl_status key_groups_assigned(size_t source, std::span<const uint32_t> groups);
+  sl_status key_groups_revoked(size_t source, std::span<const uint32_t> groups);
 
   [[nodiscard]] bool complete() const;
   [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
@@ -338,6 +351,16 @@ class Task final : public EpochParticipant {
   };
   std::optional<Epoch> epoch_;
   void maybe_snapshot();
+
+  // Key groups (executor/task_key_groups.cc).
+  KeyGroupDirectory* key_groups_ = nullptr;
+  GroupClaims claims_;
+  std::set<size_t> assigned_once_;  // grouped sources past their first assignment
+  std::map<size_t, std::vector<size_t>> keyed_reach_;  // source -> keyed nodes downstream
+  const std::vector<size_t>& keyed_reach(size_t source);
+  // restore_group / drop_group on `node`; a failure fails the task.
+  sl_status call_restore_group(size_t node, uint32_t group, const Value* state);
+  sl_status call_drop_group(size_t node, uint32_t group);
   void stop_after_final_checkpoint();
 };
 

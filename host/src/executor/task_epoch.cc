@@ -74,7 +74,11 @@ void Task::maybe_snapshot() {
   if (!epoch_ || failure_ || epoch_->waiting > 0 || epoch_->snapshotted) return;
   epoch_->snapshotted = true;
   auto states = snapshot_states();
-  epoch_->done(epoch_->epoch, std::move(states));
+  if (!states.is_ok()) {
+    epoch_->done(epoch_->epoch, states.status());
+    return;
+  }
+  epoch_->done(epoch_->epoch, TaskSnapshot{std::move(states).value(), claims_});
 }
 
 void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done) {

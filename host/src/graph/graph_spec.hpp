@@ -95,9 +95,14 @@ struct CheckpointSettings {
   const StoreInfo* store_info = nullptr;  // set by the validator when enabled
   int64_t interval_ms = 10000;            // pause between the end of one epoch and the next
   uint32_t keep = 3;                      // newest epochs kept in the store
+  std::string member;                     // this daemon's name among those sharing the store
   Value options;                          // the store's own keys, validated, defaults filled
   SourcePos pos;                          // of the table
 };
+
+// Why `name` cannot be a member name ([checkpoint] member, `sluiced run --member`): 1 to 64
+// of A-Z a-z 0-9 . _ -; nullopt when it can.
+std::optional<std::string> member_name_problem(std::string_view name);
 
 struct GraphSpec {
   // The plugins this graph was validated against: NodeSpec::info, CheckpointSettings::

@@ -22,6 +22,28 @@ std::vector<std::vector<size_t>> input_indices(const GraphSpec& graph) {
   return out;
 }
 
+std::vector<size_t> downstream_of(const GraphSpec& graph, size_t from) {
+  const auto inputs = input_indices(graph);
+  std::vector<bool> seen(inputs.size(), false);
+  seen[from] = true;
+  // Forward closure: repeat until no reader of a seen node is new (graphs are small).
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (seen[i]) continue;
+      if (std::any_of(inputs[i].begin(), inputs[i].end(), [&](size_t in) { return seen[in]; })) {
+        seen[i] = true;
+        grew = true;
+      }
+    }
+  }
+  std::vector<size_t> out;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (seen[i]) out.push_back(i);
+  }
+  return out;
+}
+
 std::vector<size_t> stable_topo_order(const GraphSpec& graph) {
   const auto inputs = input_indices(graph);
   const size_t n = inputs.size();

@@ -13,6 +13,9 @@ namespace sluice::host {
 // repeats or unknown ids.
 [[nodiscard]] std::vector<std::vector<size_t>> input_indices(const GraphSpec& graph);
 
+// The nodes that `from` feeds, directly or not, and `from` itself; ascending.
+[[nodiscard]] std::vector<size_t> downstream_of(const GraphSpec& graph, size_t from);
+
 // Kahn's algorithm, stable: among nodes whose inputs are all placed, the one
 // first in `graph.nodes` goes next. Nodes on a cycle, or downstream of one,
 // are left out, so the result is shorter than `nodes` exactly when the graph

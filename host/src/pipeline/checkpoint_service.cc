@@ -6,10 +6,12 @@
 namespace sluice::host {
 
 Result<std::unique_ptr<CheckpointService>> CheckpointService::create(const GraphSpec& spec,
-                                                                     checkpoint::ResetState reset) {
-  std::unique_ptr<CheckpointService> s(new CheckpointService(reset));
+                                                                     checkpoint::ResetState reset,
+                                                                     std::string member) {
+  std::unique_ptr<CheckpointService> s(new CheckpointService(reset, std::move(member)));
   SLUICE_ASSIGN_OR_RETURN(auto store, checkpoint::open_store(spec));
-  s->first_ = std::make_unique<checkpoint::Coordinator>(spec, std::move(store), std::move(reset));
+  s->first_ = std::make_unique<checkpoint::Coordinator>(spec, std::move(store), std::move(reset),
+                                                        s->member_of(spec));
   SLUICE_RETURN_IF_ERROR(s->first_->load());
   return s;
 }
@@ -18,6 +20,7 @@ void CheckpointService::install(RunnerHooks& hooks, boost::asio::io_context& con
   control_ = &control;
   hooks.before_start = [this](PipelineRunner& runner) { return before_start(runner); };
   hooks.after_create = [this](Task& task, uint32_t index) {
+    task.set_key_group_directory(current_->key_groups());
     return current_->restore_task(&task, index);
   };
   hooks.task_finished = [this](uint32_t index, const Status& status) {
@@ -66,7 +69,8 @@ Status CheckpointService::before_start(PipelineRunner& runner) {
     current_.reset();
     checkpoint::ResetState none;
     SLUICE_ASSIGN_OR_RETURN(auto store, checkpoint::open_store(runner.spec()));
-    c = std::make_unique<checkpoint::Coordinator>(runner.spec(), std::move(store), none);
+    c = std::make_unique<checkpoint::Coordinator>(runner.spec(), std::move(store), none,
+                                                  member_of(runner.spec()));
     SLUICE_RETURN_IF_ERROR(c->load());
   }
   std::vector<EpochParticipant*> tasks;

@@ -18,8 +18,10 @@ class CheckpointService {
  public:
   // Opens the store of `spec` and loads the checkpoint to restore: a saved
   // state the graph cannot use is an error here, before anything runs.
+  // `member`: `sluiced run --member` (empty: [checkpoint] member, read at each load).
   static Result<std::unique_ptr<CheckpointService>> create(const GraphSpec& spec,
-                                                           checkpoint::ResetState reset);
+                                                           checkpoint::ResetState reset,
+                                                           std::string member = {});
   // Sets the hooks (for every graph the daemon runs) on the control loop `control`.
   void install(RunnerHooks& hooks, boost::asio::io_context& control);
   // Prometheus text for /metrics (control thread): checkpoints taken and failed, the last
@@ -27,10 +29,15 @@ class CheckpointService {
   [[nodiscard]] std::string metrics() const;
 
  private:
-  CheckpointService(checkpoint::ResetState reset) : reset_(std::move(reset)) {}
+  CheckpointService(checkpoint::ResetState reset, std::string member)
+      : reset_(std::move(reset)), member_(std::move(member)) {}
   Status before_start(PipelineRunner& runner);
+  [[nodiscard]] std::string member_of(const GraphSpec& spec) const {
+    return member_.empty() ? spec.checkpoint.member : member_;
+  }
 
   checkpoint::ResetState reset_;
+  std::string member_;
   boost::asio::io_context* control_ = nullptr;
   std::unique_ptr<checkpoint::Coordinator> first_;  // loaded by create(), used by the first graph
   // The running graph's. A reload replaces it once the old graph has stopped, which closes

@@ -17,6 +17,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -140,8 +141,10 @@ class KeyedOpsTest : public ::testing::Test {
   };
   // `source` goes into [sources.src] after type = "grouped"; `ops` are the operators; the
   // sink `out` reads `last`.
+  // `between` runs after start and before run (the task's nodes are live).
   Run run(const std::string& source, const std::string& ops, const std::string& last,
-          const std::vector<std::pair<std::string, Value>>* restore = nullptr) {
+          const std::vector<std::pair<std::string, Value>>* restore = nullptr,
+          const std::function<void(Task&)>& between = nullptr) {
     g_sink.clear();
     const std::string toml = "[runtime]\nbatch_size = 7\n[sources.src]\ntype = \"grouped\"\n" +
                              source + "\n" + ops +
@@ -159,6 +162,7 @@ class KeyedOpsTest : public ::testing::Test {
     }
     if (r.status.is_ok() && restore != nullptr) r.status = task.restore_states(*restore);
     if (r.status.is_ok()) r.status = task.start();
+    if (r.status.is_ok() && between) between(task);
     if (r.status.is_ok()) r.status = task.run();
     if (r.status.is_ok()) {
       auto states = task.snapshot_states();
@@ -239,6 +243,105 @@ TEST_F(KeyedOpsTest, StateIsKeptPerKeyGroupAndRestoredPerKeyGroup) {
   EXPECT_EQ(second.sinks["out"][1].substr(0, 8), R"(11 "w1" )");
   EXPECT_EQ(second.sinks["out"][2].substr(0, 7), R"(1 "w2" )");
   EXPECT_EQ(second.sinks["out"][4].substr(0, 8), R"(12 "w1" )");
+}
+
+// The node's own callbacks (sl_node_type.restore_group / drop_group), as the host calls them
+// when a source's partitions are assigned or revoked: on the live node of `id`.
+struct KeyedCalls {
+  Task& task;
+  const NodeRuntime& node(const std::string& id) const {
+    for (const NodeRuntime& n : task.nodes()) {
+      if (n.id == id) return n;
+    }
+    ADD_FAILURE() << "no node " << id;
+    return task.nodes().front();
+  }
+  sl_status restore_group(const std::string& id, uint32_t group, const Value& state) const {
+    const NodeRuntime& n = node(id);
+    EXPECT_NE(n.vt->restore_group, nullptr);
+    return n.vt->restore_group(n.self, const_cast<sl_context*>(&n.ctx), group, state.raw());
+  }
+  sl_status drop_group(const std::string& id, uint32_t group) const {
+    const NodeRuntime& n = node(id);
+    EXPECT_NE(n.vt->drop_group, nullptr);
+    return n.vt->drop_group(n.self, const_cast<sl_context*>(&n.ctx), group);
+  }
+};
+
+Value group_table(const std::string& key, int64_t count) {
+  const std::vector<Value> keys{Value::string(key)};
+  const std::vector<Value> states{Value::integer(count)};
+  return object({{"keys", Value::array(keys)}, {"states", Value::array(states)}});
+}
+
+TEST_F(KeyedOpsTest, AggregateIsAKeyedNodeType) {
+  Run r = run("n = 1", k_count, "counts", nullptr, [](Task& task) {
+    const NodeRuntime& n = KeyedCalls{task}.node("counts");
+    EXPECT_EQ(n.vt->flags, SL_NODE_STATEFUL | SL_NODE_KEYED_STATE);
+  });
+  ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+}
+
+TEST_F(KeyedOpsTest, RestoreGroupReplacesOneGroupAndDropGroupForgetsOneGroup) {
+  // w0 in g1, w1 in g2, w2 in g3, 10 each, restored at start; then, as assignments and
+  // revocations would: g1 replaced (w0 at 100), g2 dropped, g3 restored as null (empty).
+  Run first = run("n = 30\nwords = 3", k_count, "counts");
+  ASSERT_TRUE(first.status.is_ok()) << first.status.message();
+  std::vector<std::pair<std::string, Value>> restore{{"counts", first.states["counts"]}};
+  Run second = run("n = 6\nwords = 3", k_count, "counts", &restore, [](Task& task) {
+    KeyedCalls calls{task};
+    EXPECT_EQ(calls.restore_group("counts", 1, group_table("w0", 100)), SL_OK);
+    EXPECT_EQ(calls.drop_group("counts", 2), SL_OK);
+    EXPECT_EQ(calls.restore_group("counts", 3, Value()), SL_OK);
+  });
+  ASSERT_TRUE(second.status.is_ok()) << second.status.message();
+  ASSERT_EQ(second.sinks["out"].size(), 6u);
+  EXPECT_EQ(second.sinks["out"][0].substr(0, 9), R"(101 "w0" )");
+  EXPECT_EQ(second.sinks["out"][1].substr(0, 7), R"(1 "w1" )");
+  EXPECT_EQ(second.sinks["out"][2].substr(0, 7), R"(1 "w2" )");
+  EXPECT_EQ(second.sinks["out"][3].substr(0, 9), R"(102 "w0" )");
+  EXPECT_EQ(second.sinks["out"][4].substr(0, 7), R"(2 "w1" )");
+  EXPECT_EQ(second.sinks["out"][5].substr(0, 7), R"(2 "w2" )");
+}
+
+TEST_F(KeyedOpsTest, AGroupRestoredAloneAndADroppedGroupLeavesTheOthers) {
+  // Nothing restored at start; g2 arrives alone (w1 at 10); then g1, which has keys by
+  // now, is dropped while g2 and g3 keep counting. The snapshot holds what is left.
+  Run r = run("n = 3\nwords = 3", k_count, "counts", nullptr, [](Task& task) {
+    EXPECT_EQ(KeyedCalls{task}.restore_group("counts", 2, group_table("w1", 10)), SL_OK);
+  });
+  ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+  ASSERT_EQ(r.sinks["out"].size(), 3u);
+  EXPECT_EQ(r.sinks["out"][0].substr(0, 7), R"(1 "w0" )");
+  EXPECT_EQ(r.sinks["out"][1].substr(0, 8), R"(11 "w1" )");
+  EXPECT_EQ(r.sinks["out"][2].substr(0, 7), R"(1 "w2" )");
+
+  std::vector<std::pair<std::string, Value>> restore{{"counts", r.states["counts"]}};
+  Run after = run("n = 0", k_count, "counts", &restore, [](Task& task) {
+    EXPECT_EQ(KeyedCalls{task}.drop_group("counts", 1), SL_OK);
+    EXPECT_EQ(KeyedCalls{task}.drop_group("counts", 7), SL_OK);  // never held: no-op
+  });
+  ASSERT_TRUE(after.status.is_ok()) << after.status.message();
+  const Value groups = after.states["counts"].get("groups").value();
+  EXPECT_EQ(json_dump(groups.raw()),
+            R"({"2":{"keys":["w1"],"states":[11]},"3":{"keys":["w2"],"states":[1]}})");
+}
+
+TEST_F(KeyedOpsTest, ABadGroupStateIsRefusedAndLeavesTheGroupAsItWas) {
+  Run first = run("n = 3\nwords = 3", k_count, "counts");
+  ASSERT_TRUE(first.status.is_ok()) << first.status.message();
+  std::vector<std::pair<std::string, Value>> restore{{"counts", first.states["counts"]}};
+  Run r = run("n = 1", k_count, "counts", &restore, [](Task& task) {
+    KeyedCalls calls{task};
+    const std::vector<Value> two{Value::string("a"), Value::string("b")};
+    const std::vector<Value> one{Value::integer(1)};
+    Value bad = object({{"keys", Value::array(two)}, {"states", Value::array(one)}});
+    EXPECT_EQ(calls.restore_group("counts", 1, bad), SL_INVALID_ARGUMENT);
+    EXPECT_EQ(calls.restore_group("counts", 1, Value::integer(3)), SL_INVALID_ARGUMENT);
+  });
+  ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+  ASSERT_EQ(r.sinks["out"].size(), 1u);
+  EXPECT_EQ(r.sinks["out"][0].substr(0, 7), R"(2 "w0" )");
 }
 
 TEST_F(KeyedOpsTest, BytesKeysStayBytesThroughASnapshot) {
