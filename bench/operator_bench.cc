@@ -25,6 +25,8 @@
 // does with the partitions the consumer group gives each task). Every task runs on its own
 // thread, as PipelineRunner runs them; wall time from the first create to the last task's end.
 #include "checkpoint/format.hpp"
+#include "checkpoint/key_group_index.hpp"
+#include "checkpoint/store.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "executor/clock.hpp"
@@ -35,6 +37,7 @@
 #include "support/in_process_plugin.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -297,6 +300,10 @@ void load_engine() {
   }();
   static const sl_node_type* types[] = {&ints, &lines, &sink, &words, &keys};
   static sl_plugin plugin = test_support::in_process_plugin("bench_nodes", types);
+  if (Status fs = checkpoint::register_builtin_stores(*g_engine->registry); !fs.is_ok()) {
+    std::fprintf(stderr, "fs store: %s\n", fs.message().c_str());
+    std::exit(2);
+  }
   Status added = g_engine->registry->add_plugin(&plugin, "<bench>", nullptr);
   if (!added.is_ok()) {
     std::fprintf(stderr, "bench nodes: %s\n", added.message().c_str());
@@ -627,6 +634,80 @@ void loop_keyed_count(benchmark::State& state, uint32_t threads) {
   state.counters["result"] = static_cast<double>(keys);
 }
 
+// The host's path when a partition is assigned (docs/SCALING.md): the checkpoint above, with
+// the task's claim on key group 1 of source `src`, is written to an fs store and committed;
+// per iteration a fresh task, with a fresh KeyGroupIndex over that store as its directory,
+// is told that `src` was assigned group 1 (Task::key_groups_assigned): the index lists the
+// store, reads and decodes the entry, claims the group, and the task hands the group's state
+// to aggregate's restore_group. Timed: that call (cold: the index has read nothing yet).
+void run_restore_group(benchmark::State& state) {
+  const GraphSpec spec = load("[runtime]\nbatch_size = " + std::to_string(g_batch) +
+                              "\n[sources.src]\ntype = \"bench_keys\"\n" + k_keyed_count_ops +
+                              "[sinks.out]\ntype = \"bench_sink\"\ninputs = [\"last\"]\n");
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sluice-bench-restore-group-" + std::to_string(::getpid()));
+  const StoreInfo* fs = g_engine->registry->find_store("fs");
+  const std::pair<std::string, Value> dir_entry{"dir", Value::string(dir.string())};
+  const Value store_config = Value::object({&dir_entry, 1});
+  auto fail = [&](const Status& st) {
+    state.SkipWithError(st.message().c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  {
+    Task built(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
+    Status st = built.create();
+    if (st.is_ok()) st = built.start();
+    if (st.is_ok()) st = built.run();
+    if (!st.is_ok()) return fail(st);
+    auto states = built.snapshot_states();
+    if (!states.is_ok()) return fail(states.status());
+    checkpoint::Checkpoint cp;
+    cp.epoch = 1;
+    cp.pipeline = "bench";
+    cp.tasks.emplace_back();
+    for (auto& [id, v] : *states) {
+      const NodeSpec* n = spec.find(id);
+      cp.tasks[0].nodes.push_back(checkpoint::NodeState{id, n->type, n->role, std::move(v)});
+    }
+    cp.tasks[0].claims["src"][1] = 1;
+    auto store = checkpoint::StoreHandle::open(*fs, "bench", store_config);
+    if (!store.is_ok()) return fail(store.status());
+    st = store.value()->write(1, checkpoint::encode_checkpoint(cp));
+    if (st.is_ok()) st = store.value()->mark_committed(1);
+    if (!st.is_ok()) return fail(st);
+  }
+  const size_t source = *spec.index_of("src");
+  const uint32_t groups[] = {1};
+  for (auto _ : state) {
+    Task fresh(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
+    if (Status c = fresh.create(); !c.is_ok()) return fail(c);
+    auto handle = checkpoint::StoreHandle::open(*fs, "bench", store_config);
+    if (!handle.is_ok()) return fail(handle.status());
+    checkpoint::KeyGroupIndex index(std::move(handle).value());
+    fresh.set_key_group_directory(&index);
+    const auto t0 = std::chrono::steady_clock::now();
+    const sl_status st = fresh.key_groups_assigned(source, groups);
+    state.SetIterationTime(seconds_since(t0));
+    if (st != SL_OK) return fail(Status(st, "key_groups_assigned failed"));
+    state.PauseTiming();
+    // Every key came back (checked each time, outside the time).
+    auto restored = fresh.snapshot_states();
+    int64_t keys = -1;
+    if (restored.is_ok() && !restored->empty()) {
+      auto groups_obj = restored->front().second.get("groups");
+      auto g = groups_obj ? groups_obj->get("1") : std::nullopt;
+      auto k = g ? g->get("keys") : std::nullopt;
+      if (k) keys = static_cast<int64_t>(k->size());
+    }
+    if (keys != g_restore_keys) return fail(Status(SL_INTERNAL, "the group did not come back"));
+    state.ResumeTiming();
+  }
+  state.counters["keys"] = static_cast<double>(g_restore_keys);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 // --- the hand-written loops ---------------------------------------------------------------
 
 void loop_chain(benchmark::State& state) {
@@ -807,11 +888,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
  private:
   // restore/*: seconds per decode + restore, aggregate against count_by of the same run.
   void print_restore_ratios() const {
-    const double agg = time_s("restore/aggregate"), base = time_s("restore/count_by");
+    const double agg = time_s("restore/aggregate/"), base = time_s("restore/count_by");
     if (agg <= 0) return;
     std::printf("\n%-22s %12s %16s\n", "restore of 1 key group", "decode+restore", "/ count_by");
     std::printf("%-22s %11.3fs %15.2fx\n", "restore/aggregate", agg, base > 0 ? agg / base : 0.0);
     if (base > 0) std::printf("%-22s %11.3fs %15.2fx\n", "restore/count_by", base, 1.0);
+    if (const double g = time_s("restore/aggregate_group_assigned"); g > 0) {
+      std::printf("%-22s %11.3fs %15.2fx  (store read + decode + claim + restore_group)\n",
+                  "restore/group_assigned", g, base > 0 ? g / base : 0.0);
+    }
   }
 
   // keyed/* and count_by/*: elements/s against keyed/count_tasks1 of the same run.
@@ -922,6 +1007,10 @@ int main(int argc, char** argv) {
   };
   reg_restore("restore/aggregate", k_keyed_count_ops);
   reg_restore("restore/count_by", k_count_by_ops);
+  benchmark::RegisterBenchmark("restore/aggregate_group_assigned", run_restore_group)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime()
+      ->Iterations(3);
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   RatioReporter reporter;
