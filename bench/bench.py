@@ -185,6 +185,13 @@ def report_keyed(keyed):
             log(f"  the same keys in count_by (same run): {cb['real_time'] / 1e3:.3f} s; "
                 f"aggregate / count_by {agg['real_time'] / cb['real_time']:.2f}x")
         out.update(restore_s=secs, restore_count_by_s=cb["real_time"] / 1e3 if cb else None)
+    assigned = keyed.get("restore/aggregate_group_assigned")
+    if assigned:
+        secs = assigned["real_time"] / 1e3
+        log(f"the whole assignment (Task::key_groups_assigned: store read, decode, claim, "
+            f"aggregate's restore_group) of {int(assigned['keys']):,} keys: {secs:.3f} s: "
+            f"{'PASS' if secs < 1 else 'MISS'} (< 1 s)")
+        out.update(assignment_s=secs)
     return out
 
 
