@@ -323,6 +323,50 @@ path = {toml_str(self.path("out.txt"))}
         self.assertExit(r, EXIT_OK)
         self.assertNotInStderr("warning", r)
 
+    def test_grouped_from_kafka_warns_about_count_by_not_about_aggregate(self):
+        # The real from_kafka (keyed: SL_NODE_KEYED_STATE) with group_id; no broker needed to
+        # validate. count_by's state is per member; aggregate's is keyed and moves.
+        if not any("sluice_kafka" in f for f in os.listdir(PLUGIN_DIR)):
+            self.skipTest("the kafka plugin is not built")
+        text = """\
+[sources.in]
+type = "from_kafka"
+brokers = "127.0.0.1:9"
+topics = ["words"]
+group_id = "wc"
+
+[operators.counts]
+type = "accumulate"
+inputs = ["in"]
+function = "count_by"
+start = {}
+
+[operators.per_word]
+type = "aggregate"
+inputs = ["in"]
+function = "count"
+start = 0
+
+[sinks.out]
+type = "print"
+inputs = ["counts"]
+
+[sinks.out2]
+type = "print"
+inputs = ["per_word"]
+"""
+        self.write("kafka.toml", text)
+        r = self.sluiced("validate", "kafka.toml")
+        self.assertExit(r, EXIT_OK)
+        line, col = line_col(text, "[operators.counts]")
+        self.stderr_line_with(r, f"kafka.toml:{line}:{col}: warning:", "node 'counts'",
+                              "grouped source 'in'", "key_by -> aggregate")
+        self.assertNotIn("node 'per_word'", r.stderr)
+        self.write("alone.toml", text.replace('group_id = "wc"\n', ""))
+        r = self.sluiced("validate", "alone.toml")
+        self.assertExit(r, EXIT_OK)
+        self.assertNotInStderr("warning", r)
+
     def check_error_at(self, text, needle, *message_parts, occurrence=1, name="bad.toml"):
         """Validates `text` (as given relative to the temp dir) and checks that an error
         points at `needle`'s file:line:col and says every message part."""
