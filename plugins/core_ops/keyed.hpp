@@ -25,12 +25,37 @@ class KeyBy final : public sdk::Operator {
       "and key group on unchanged. aggregate keeps its state per key; to_kafka writes the key "
       "as the record key. key_by only sets the key, not the partition: aggregate keeps a "
       "key's state in the key group of the partition its records come from, so each key has "
-      "one state only when the input is already partitioned by that key (docs/SCALING.md).";
+      "one state only when the input is already partitioned by that key (docs/SCALING.md). "
+      "With `repartition_topic` the host moves every key to one partition: it adds a to_kafka "
+      "sink \"ID.repartition\" writing the keyed messages to that topic and a from_kafka "
+      "source \"ID.repartitioned\" reading them back, whose output the nodes reading key_by "
+      "then read (docs/SCALING.md, \"The repartition topic\").";
   static constexpr std::array k_params{
       sdk::required("function", SL_PARAM_FUNCTION,
                     "The function giving a message's key from its value, e.g. function = "
                     "\"get\", args = { path = \"user\" }, or lua = \"x.user\".")
           .one_of("map|predicate"),
+      sdk::param("repartition_topic", SL_PARAM_STRING, nullptr,
+                 "A Kafka topic (create it first; its partition count is the keyed "
+                 "parallelism) through which the keyed messages go: written by the murmur2 of "
+                 "the key, as Java producers do, and read back, so that every key is in one "
+                 "partition and so has one owner. The upstream from_kafka sources get "
+                 "origin_header = true and the reading source dedup_origin = true, so that "
+                 "records replayed upstream after a crash are not applied twice. Absent: key_by "
+                 "only sets the key.")
+          .non_empty(),
+      sdk::param("brokers", SL_PARAM_STRING, nullptr,
+                 "With repartition_topic: the brokers of that topic. Absent: those of the "
+                 "from_kafka sources upstream (an error when there is none)."),
+      sdk::param("repartition_group_id", SL_PARAM_STRING, nullptr,
+                 "With repartition_topic: the consumer group that reads it back. Absent: "
+                 "\"<group_id>.<ID>\", the upstream from_kafka's group_id and this node's id "
+                 "(\"<pipeline name>.<ID>\" when the upstream has no group).")
+          .non_empty(),
+      sdk::param("repartition_config", SL_PARAM_TABLE, nullptr,
+                 "With repartition_topic: librdkafka properties of the sink and the source it "
+                 "adds. Absent: the source gets the upstream from_kafka's `config`, the sink "
+                 "its connection settings (security.protocol, sasl.*, ssl.*, client.id)."),
   };
 
   KeyBy(sdk::Context ctx, const sdk::Config& cfg);

@@ -107,6 +107,7 @@ ToKafka::ToKafka(const sl_node_init& init) : ctx_(init.ctx) {
     if (key_path_.empty()) cfg.fail("key", "must not be an empty path");
   }
   partitioner_ = partitioner(cfg);
+  json_values_ = cfg.get_choice("value_format", {"auto", "json"}) == 1;
   flush_timeout_ = cfg.get_duration("flush_timeout_ms");
   poll_interval_ = cfg.get_duration("poll_interval_ms");
   if (poll_interval_.count() == 0) cfg.fail("poll_interval_ms", "must be positive");
@@ -240,7 +241,12 @@ Result<ToKafka::Record> ToKafka::make_record(const sl_message& m, bool hold) con
     if (!hold && (v.is_string() || v.is_bytes())) return v.as_str();
     return encode_bytes(v, keep);
   };
-  rec.bytes = bytes_of(ValueRef(m.value), rec.payload);
+  if (json_values_) {
+    rec.payload = ValueRef(m.value).json_dump();
+    rec.bytes = rec.payload.as_str();
+  } else {
+    rec.bytes = bytes_of(ValueRef(m.value), rec.payload);
+  }
   if (key_from_value_) {
     Value at = Value::borrow(m.value);
     for (const Value& seg : key_path_) {
@@ -356,7 +362,7 @@ Status ToKafka::drain_pending(Context ctx) {
 Result<ToKafka::Copied> ToKafka::produce_copied(const sl_message& m) {
   const ValueRef value(m.value);
   const ValueRef key(m.key);
-  if (key_from_value_ || !(value.is_string() || value.is_bytes()) ||
+  if (key_from_value_ || json_values_ || !(value.is_string() || value.is_bytes()) ||
       !(key.is_null() || key.is_string() || key.is_bytes())) {
     return Copied::not_applicable;
   }

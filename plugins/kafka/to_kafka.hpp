@@ -26,7 +26,8 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   static constexpr const char* k_name = "to_kafka";
   static constexpr const char* k_doc =
       "Produces each element to a Kafka topic (streamz to_kafka): strings and bytes as they "
-      "are, other values as compact JSON text; the message's headers (string/bytes values as "
+      "are, other values as compact JSON text (value_format = \"json\": every value as JSON); "
+      "the message's headers (string/bytes values as "
       "is, others as JSON) and event time travel with it. The key is the element's field named "
       "by `key`, else the message key. Production is asynchronous (never a flush per message); "
       "delivery reports are read on a timer and when librdkafka signals them; a message that "
@@ -59,6 +60,13 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
                  "which is not Java-compatible. The other values are librdkafka's other "
                  "partitioners. Set here only: `config` may not set it.")
           .one_of(k_partitioners),
+      sdk::param("value_format", SL_PARAM_STRING, "\"auto\"",
+                 "How the record's value is written. \"auto\": strings and bytes as they are, "
+                 "other values as compact JSON text. \"json\": every value as compact JSON "
+                 "text, strings quoted, bytes as base64 strings: what from_kafka with "
+                 "value_format = \"json\" reads back as the same value (strings, numbers, "
+                 "booleans, null, arrays, objects); key_by's repartition topic is written so.")
+          .one_of("auto|json"),
       sdk::param("flush_timeout_ms", SL_PARAM_DURATION, "10000",
                  "Bound on waiting for the last deliveries at the end (finish, stop)."),
       sdk::param("poll_interval_ms", SL_PARAM_DURATION, "50",
@@ -177,7 +185,8 @@ class ToKafka final : public sdk::Sink, private ClientEvents {
   std::string topic_;
   std::vector<sdk::Value> key_path_;  // empty: use the message key
   bool key_from_value_ = false;
-  std::string partitioner_;  // librdkafka's `partitioner` (see k_partitioners)
+  bool json_values_ = false;  // value_format = "json": strings quoted too
+  std::string partitioner_;   // librdkafka's `partitioner` (see k_partitioners)
   std::chrono::milliseconds flush_timeout_;
   std::chrono::milliseconds poll_interval_;
   rd_kafka_t* rk_ = nullptr;

@@ -34,7 +34,7 @@ Diagnosed<ConfigDocument> parse_config_string(std::string_view text,
   const std::string name = file.string();
   try {
     toml::table root = toml::parse(text, name);
-    out.value = ConfigDocument{file, absolute_dir_of(file), std::move(root)};
+    out.value = ConfigDocument{file, absolute_dir_of(file), std::move(root), {}, false};
   } catch (const toml::parse_error& err) {
     out.diagnostics.push_back(error_at(pos_of(name, err.source()), "",
                                        fmt::format("invalid TOML: {}", err.description())));

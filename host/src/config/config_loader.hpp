@@ -9,21 +9,44 @@
 #include <toml++/toml.h>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice::host {
+
+// Where a node or a key that the host wrote into a document comes from (a load-time
+// expansion, config/repartition_expansion.hpp): the key the user wrote that asked for it.
+// What the host writes has no position in the file, so the validator reports a finding on
+// it at that key, naming that node and key, with `what` in front of its message.
+struct GeneratedFrom {
+  std::string node_id;  // the node whose key asked for it
+  std::string key;      // that key
+  SourcePos pos;        // where that key's value is written
+  std::string what;     // "the to_kafka sink 'ID.repartition' it adds"
+};
 
 // A syntactically valid config file.
 struct ConfigDocument {
   std::filesystem::path file;      // as given by the caller; diagnostics print it so
   std::filesystem::path base_dir;  // absolute directory relative entries resolve against
   toml::table root;
+  // What the host wrote into `root`, by (node id, key); key "" stands for a whole node.
+  std::map<std::pair<std::string, std::string>, GeneratedFrom, std::less<>> generated;
+  bool expanded = false;  // the load-time expansions ran (expand_repartitions)
 
   // The name used in diagnostics (file as given).
   [[nodiscard]] std::string source_name() const { return file.string(); }
+  // Where a finding on (node, key) belongs, when the host wrote that key or node.
+  [[nodiscard]] const GeneratedFrom* generated_from(const std::string& node_id,
+                                                    const std::string& key) const {
+    auto it = generated.find(std::pair(node_id, key));
+    if (it == generated.end()) it = generated.find(std::pair(node_id, std::string()));
+    return it == generated.end() ? nullptr : &it->second;
+  }
 };
 
 // Reads and parses `file`. An unreadable file or a TOML syntax error gives one

@@ -15,12 +15,15 @@ namespace sluice::host {
 // Validates `doc` against the node types and functions in `registry`.
 // Diagnostics are sorted by position (stable: findings at one place keep the
 // order they were made in). Warnings (e.g. an output nothing reads) do not
-// make it fail.
+// make it fail. The load-time expansions (expand_repartitions) must have run on
+// `doc` first: load_config and load_pipeline run them; a key_by whose
+// repartition_topic was not expanded is an error.
 [[nodiscard]] Diagnosed<GraphSpec> validate_config(const ConfigDocument& doc,
                                                    const PluginRegistry& registry);
 
-// parse_config_file + validate_config, for callers whose plugins are already
-// registered (tests, tools). sluiced itself loads plugin_dirs in between.
+// parse_config_file + expand_repartitions + validate_config, for callers whose
+// plugins are already registered (tests, tools). sluiced itself loads plugin_dirs
+// in between.
 [[nodiscard]] Diagnosed<GraphSpec> load_config(const std::filesystem::path& file,
                                                const PluginRegistry& registry);
 

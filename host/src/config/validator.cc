@@ -3,6 +3,7 @@
 #include "config/detail/validator.hpp"
 #include "config/config_validator.hpp"
 #include "config/detail/suggest.hpp"
+#include "config/repartition_expansion.hpp"
 #include "graph/topology.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -73,14 +74,28 @@ Validator::Validator(const ConfigDocument& doc, const PluginRegistry& registry)
 
 void Validator::error(SourcePos at, std::string_view node_id, std::string key,
                       std::string message) {
-  diags_.push_back(Diagnostic{Severity::error, std::move(at), std::string(node_id), std::move(key),
-                              std::move(message)});
+  report(Diagnostic{Severity::error, std::move(at), std::string(node_id), std::move(key),
+                    std::move(message)});
 }
 
 void Validator::warning(SourcePos at, std::string_view node_id, std::string key,
                         std::string message) {
-  diags_.push_back(Diagnostic{Severity::warning, std::move(at), std::string(node_id),
-                              std::move(key), std::move(message)});
+  report(Diagnostic{Severity::warning, std::move(at), std::string(node_id), std::move(key),
+                    std::move(message)});
+}
+
+void Validator::report(Diagnostic d) {
+  // A node or key the host wrote (ConfigDocument::generated) has no place in the file: the
+  // finding goes to the key that asked for it.
+  if (const GeneratedFrom* from = doc_.generated_from(d.node_id, d.key)) {
+    d.message =
+        fmt::format("{}: {}{}", from->what,
+                    d.key.empty() ? std::string() : fmt::format("key '{}': ", d.key), d.message);
+    d.pos = from->pos;
+    d.node_id = from->node_id;
+    d.key = from->key;
+  }
+  diags_.push_back(std::move(d));
 }
 
 bool Validator::has_errors() const {
@@ -281,7 +296,7 @@ std::vector<Validator::NodeDecl> Validator::collect_nodes() {
   std::vector<NodeDecl> out;
   for (size_t i = 0; i < decls.size(); ++i) {
     if (dropped[i]) continue;
-    if (!valid_node_id(decls[i].id)) {
+    if (!valid_node_id(decls[i].id) && !doc_.generated.count({decls[i].id, ""})) {
       error(pos(decls[i].key->source()), decls[i].id, "",
             "invalid node id: use only letters, digits, '_' and '-'");
     }
@@ -311,7 +326,26 @@ NodeSpec Validator::check_node(const NodeDecl& decl) {
   check_inputs_syntax(node, *table);
   check_error_policy(node, *table);
   if (node.info) node.config = check_node_params(node, *table);
+  if (auto it = doc_.generated.find(std::pair(node.id, std::string()));
+      it != doc_.generated.end()) {
+    node.generated_by = it->second.node_id;
+    node.generated_by_key = it->second.key;
+  }
+  check_expanded(node);
   return node;
+}
+
+void Validator::check_expanded(const NodeSpec& node) {
+  // key_by's repartition_topic is the host's to expand (config/repartition_expansion.hpp) before
+  // validation; a graph validated without it would quietly not repartition.
+  if (node.type != "key_by" || !node.config.is_object()) return;
+  const std::optional<Value> topic = node.config.get("repartition_topic");
+  if (!topic || !topic->is_string()) return;
+  if (doc_.expanded) return;  // its own findings say why, if it added nothing
+  auto at = node.key_pos.find("repartition_topic");
+  error(at != node.key_pos.end() ? at->second : node.pos, node.id, "repartition_topic",
+        "was not expanded into its nodes: load the config with load_pipeline or load_config, "
+        "which call expand_repartitions before validate_config");
 }
 
 void Validator::check_type(NodeSpec& node, const toml::table& table) {
@@ -623,7 +657,18 @@ Diagnosed<GraphSpec> load_config(const std::filesystem::path& file,
                                  const PluginRegistry& registry) {
   auto parsed = parse_config_file(file);
   if (!parsed.value) return {std::nullopt, std::move(parsed.diagnostics)};
-  return validate_config(*parsed.value, registry);
+  std::vector<Diagnostic> expanded = expand_repartitions(*parsed.value);
+  auto validated = validate_config(*parsed.value, registry);
+  if (!expanded.empty()) {
+    // The expansion's own errors, in file order with the validator's.
+    validated.diagnostics.insert(validated.diagnostics.end(), expanded.begin(), expanded.end());
+    std::stable_sort(validated.diagnostics.begin(), validated.diagnostics.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) {
+                       return config_detail::before(a.pos, b.pos);
+                     });
+    validated.value.reset();
+  }
+  return validated;
 }
 
 }  // namespace sluice::host

@@ -44,8 +44,26 @@ std::string to_dot(const GraphSpec& graph) {
   std::string out = fmt::format("digraph {} {{\n  rankdir=LR;\n  node [fontname=\"sans-serif\"];\n",
                                 dot_quote(graph.name));
   for (const auto& node : graph.nodes) {
-    out += fmt::format("  {} [label={}, shape={}];\n", dot_quote(node.id),
-                       dot_quote(node.id + "\n" + node.type), dot_shape(node.role));
+    std::string label = node.id + "\n" + node.type;
+    if (!node.generated_by.empty()) {
+      label += fmt::format("\n(added for {}.{})", node.generated_by, node.generated_by_key);
+    }
+    out += fmt::format("  {} [label={}, shape={}{}];\n", dot_quote(node.id), dot_quote(label),
+                       dot_shape(node.role), node.generated_by.empty() ? "" : ", style=dashed");
+  }
+  // What a generated sink writes, the generated source of the same node reads back (key_by's
+  // repartition topic): drawn as one dashed edge through the topic.
+  for (const auto& sink : graph.nodes) {
+    if (sink.generated_by.empty() || sink.role != SL_ROLE_SINK) continue;
+    for (const auto& source : graph.nodes) {
+      if (source.generated_by != sink.generated_by || source.role != SL_ROLE_SOURCE) continue;
+      const std::optional<Value> topic =
+          sink.config.is_object() ? sink.config.get("topic") : std::nullopt;
+      out += fmt::format(
+          "  {} -> {} [label={}, style=dashed];\n", dot_quote(sink.id), dot_quote(source.id),
+          dot_quote(topic && topic->is_string() ? fmt::format("topic {}", topic->as_str())
+                                                : std::string("topic")));
+    }
   }
   for (const auto& node : graph.nodes) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -95,7 +113,15 @@ std::string to_json(const GraphSpec& graph) {
       if (i > 0) out += ',';
       append_json_string(out, node.inputs[i].id);
     }
-    out += "],\"config\":";
+    out += "]";
+    if (!node.generated_by.empty()) {
+      out += ",\"generated_by\":{\"node\":";
+      append_json_string(out, node.generated_by);
+      out += ",\"key\":";
+      append_json_string(out, node.generated_by_key);
+      out += '}';
+    }
+    out += ",\"config\":";
     json_append(out, redact_secrets(node.config).raw());  // secrets never leave the daemon
     out += '}';
   }

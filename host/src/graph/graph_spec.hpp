@@ -69,6 +69,11 @@ struct NodeSpec {
   ErrorPolicy on_error = ErrorPolicy::fail;  // operators and sinks
   Value config;
   std::map<std::string, SourcePos, std::less<>> key_pos;  // where each given key stands
+  // A node the host added at load, not written in the file (key_by's repartition_topic adds
+  // "ID.repartition" and "ID.repartitioned"): the node and key that asked for it. Empty for
+  // the nodes of the file.
+  std::string generated_by;
+  std::string generated_by_key;
 };
 
 // [runtime] settings.

@@ -2,6 +2,7 @@
 
 #include "checkpoint/store.hpp"
 #include "config/config_validator.hpp"
+#include "config/repartition_expansion.hpp"
 #include "executor/host_api.hpp"
 #include "registry/plugin_loader.hpp"
 
@@ -68,8 +69,11 @@ Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
   auto plugins = load_plugins(all_dirs, origins);
   if (failed(plugins)) return out;
   std::shared_ptr<const PluginRegistry> registry = std::move(*plugins.value);
+  // key_by's repartition_topic becomes the nodes it stands for, validated like the others.
+  std::vector<Diagnostic> expanded = expand_repartitions(doc);
+  out.diagnostics.insert(out.diagnostics.end(), expanded.begin(), expanded.end());
   auto validated = validate_config(doc, *registry);
-  if (failed(validated)) return out;
+  if (failed(validated) || !expanded.empty()) return out;
   out.value = LoadedPipeline{std::move(doc), std::move(*validated.value)};
   out.value->spec.registry = std::move(registry);
   return out;

@@ -37,7 +37,8 @@ struct PluginDirOrigin {
     const std::vector<std::filesystem::path>& dirs,
     const std::vector<PluginDirOrigin>& origins = {});
 
-// Config + plugins + validation, with every finding (errors and warnings) in the
+// Config + plugins + load-time expansions (key_by's repartition_topic,
+// config/repartition_expansion.hpp) + validation, with every finding (errors and warnings) in the
 // order found. No value when anything was an error. `strip_tests` removes a
 // top-level [[tests]] array first (the pipeline-test format may live in the config).
 [[nodiscard]] Diagnosed<LoadedPipeline> load_pipeline(

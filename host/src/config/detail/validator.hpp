@@ -50,6 +50,8 @@ class Validator {
   void check_type(NodeSpec& node, const toml::table& table);
   void check_inputs_syntax(NodeSpec& node, const toml::table& table);
   void check_error_policy(NodeSpec& node, const toml::table& table);
+  // A key_by whose repartition_topic was not expanded (repartition_expansion.hpp) is an error.
+  void check_expanded(const NodeSpec& node);
   void check_input_targets();
   void check_graph();
   void check_member_state();  // non-keyed state after a grouped source
@@ -84,6 +86,8 @@ class Validator {
   // Findings.
   void error(SourcePos pos, std::string_view node_id, std::string key, std::string message);
   void warning(SourcePos pos, std::string_view node_id, std::string key, std::string message);
+  // Records a finding; one on what the host generated goes where it comes from.
+  void report(Diagnostic d);
   [[nodiscard]] SourcePos pos(const toml::source_region& region) const {
     return pos_of(file_, region);
   }
