@@ -366,6 +366,37 @@ inputs = ["per_word"]
         r = self.sluiced("validate", "alone.toml")
         self.assertExit(r, EXIT_OK)
         self.assertNotInStderr("warning", r)
+        # Through a repartition topic: the grouped source is the one the host generated.
+        text = """\
+[sources.in]
+type = "from_kafka"
+brokers = "127.0.0.1:9"
+topics = ["lines"]
+group_id = "wc"
+
+[operators.keyed]
+type = "key_by"
+inputs = ["in"]
+function = "identity"
+repartition_topic = "by-word"
+
+[operators.counts]
+type = "accumulate"
+inputs = ["keyed"]
+function = "count_by"
+start = {}
+
+[sinks.out]
+type = "print"
+inputs = ["counts"]
+"""
+        self.write("repartition.toml", text)
+        r = self.sluiced("validate", "repartition.toml")
+        self.assertExit(r, EXIT_OK)
+        line, col = line_col(text, "[operators.counts]")
+        self.stderr_line_with(r, f"repartition.toml:{line}:{col}: warning:", "node 'counts'",
+                              "grouped source 'keyed.repartitioned' (the repartition topic of "
+                              "'keyed')")
 
     def check_error_at(self, text, needle, *message_parts, occurrence=1, name="bad.toml"):
         """Validates `text` (as given relative to the temp dir) and checks that an error

@@ -636,14 +636,20 @@ void Validator::check_member_state() {
     if (after[i] == nullptr || n.role != SL_ROLE_OPERATOR || n.info == nullptr) continue;
     const uint32_t flags = n.info->flags;
     if ((flags & SL_NODE_STATEFUL) == 0 || (flags & SL_NODE_KEYED_STATE) != 0) continue;
+    // A source the host generated (a key_by's repartition topic) is named by what wrote it.
+    const NodeSpec& source = *after[i];
+    const std::string source_name =
+        source.generated_by.empty()
+            ? fmt::format("'{}'", source.id)
+            : fmt::format("'{}' (the repartition topic of '{}')", source.id, source.generated_by);
     warning(n.pos, n.id, "",
-            fmt::format("its state ({}) is per member: it reads from the grouped source '{}', "
+            fmt::format("its state ({}) is per member: it reads from the grouped source {}, "
                         "whose partitions move between members (daemons, and the tasks of one) "
                         "on a rebalance, while this state stays with the member that built it, "
                         "so its results count only what that member read; for state that is "
                         "exact across members, key the stream and keep the state per key: "
                         "key_by -> aggregate (docs/SCALING.md)",
-                        n.type, after[i]->id));
+                        n.type, source_name));
   }
 }
 
