@@ -11,6 +11,22 @@
 //   operator_bench [--n=ELEMENTS] [--lines=LINES] [--batch=SIZE] [gbench flags...]
 //
 // Defaults: 10,000,000 ints and 200,000 lines of 10 words (from a 1,000-word vocabulary).
+//
+// Issue 13, restore of a key group (restore/...): 1,000,000 distinct keys, all in key group 1,
+// counted by `aggregate` (baseline: the same keys in accumulate's count_by object, whose
+// restore of 1 M keys issue 7 measured end to end in checkpoint_bench.py). Per iteration:
+// snapshot of the built task, encode_checkpoint, decode_checkpoint, and restore into a fresh
+// task's node (Task::restore_states: the node's restore callback). The iteration's time is
+// decode + restore, the path a member takes when it restores a checkpoint.
+//
+// Issue 13, `[runtime] tasks` (keyed/...): 2,000,000 words keyed by word, spread over 8
+// partitions by a hash of the word, as Kafka's producer places keyed records; task i of T
+// emits the partitions p with p % T == i, each message with key_group p + 1 (what from_kafka
+// does with the partitions the consumer group gives each task). Every task runs on its own
+// thread, as PipelineRunner runs them; wall time from the first create to the last task's end.
+#include "checkpoint/format.hpp"
+#include "checkpoint/key_group_index.hpp"
+#include "checkpoint/store.hpp"
 #include "config/config_loader.hpp"
 #include "config/config_validator.hpp"
 #include "executor/clock.hpp"
@@ -20,10 +36,14 @@
 #include "registry/plugin_registry.hpp"
 #include "support/in_process_plugin.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +54,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -114,22 +135,113 @@ sl_status source_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* sta
   return st;
 }
 
+// --- bench_words: the words of partitions p % task_count == task_index, keyed ----------------
+constexpr uint32_t k_partitions = 8;
+int64_t g_words_n = 2'000'000;
+// Per partition, the messages it holds: value = key = the word (borrowed from g_word_values),
+// key_group = partition + 1.
+std::array<std::vector<sl_message>, k_partitions> g_partition_messages;
+std::array<std::vector<uint32_t>, k_partitions> g_partition_words;  // the same, as vocab indices
+std::vector<sl_value> g_word_values;  // the 1,000 words as host strings (owned here)
+
+void make_words() {
+  auto partition_of = [](const std::string& w) {
+    return std::hash<std::string>{}(w) % k_partitions;
+  };
+  // Each word's string is created with the other words of its partition, so that the two
+  // tasks' strings (and their reference counts) do not share cache lines, but at the seams.
+  g_word_values.resize(g_vocab.size());
+  for (size_t p = 0; p < k_partitions; ++p) {
+    for (size_t w = 0; w < g_vocab.size(); ++w) {
+      if (partition_of(g_vocab[w]) == p) {
+        g_word_values[w] = host()->string_create(g_vocab[w].data(), g_vocab[w].size());
+      }
+    }
+  }
+  std::mt19937_64 rng(11);
+  for (int64_t i = 0; i < g_words_n; ++i) {
+    const size_t w = rng() % g_vocab.size();
+    const size_t p = partition_of(g_vocab[w]);
+    g_partition_words[p].push_back(static_cast<uint32_t>(w));
+    g_partition_messages[p].push_back(
+        sl_message{g_word_values[w], g_word_values[w], sl_null(), SL_NO_TIMESTAMP, p + 1});
+  }
+}
+
+struct WordsSource {
+  std::vector<uint32_t> partitions;  // this task's
+  size_t current = 0, offset = 0;
+};
+sl_status words_create(const sl_node_init* init, void** self) {
+  auto* s = new WordsSource;
+  for (uint32_t p = 0; p < k_partitions; ++p) {
+    if (p % init->task_count == init->task_index) s->partitions.push_back(p);
+  }
+  *self = s;
+  return SL_OK;
+}
+void words_destroy(void* self) { delete static_cast<WordsSource*>(self); }
+sl_status words_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* state) {
+  auto* s = static_cast<WordsSource*>(self);
+  *state = SL_SOURCE_DONE;
+  if (s->current == s->partitions.size()) return SL_OK;
+  const auto& msgs = g_partition_messages[s->partitions[s->current]];
+  const size_t n = std::min<size_t>(budget, msgs.size() - s->offset);
+  sl_status st = host()->emit(ctx, msgs.data() + s->offset, n);  // borrowed
+  s->offset += n;
+  if (s->offset == msgs.size()) {
+    ++s->current;
+    s->offset = 0;
+  }
+  *state = s->current < s->partitions.size() ? SL_SOURCE_MORE : SL_SOURCE_DONE;
+  return st;
+}
+
+// --- bench_keys: `--restore-keys` distinct keys ("key<i>", value = key), all in group 1 -------
+int64_t g_restore_keys = 1'000'000;
+std::vector<sl_message> g_key_messages;  // owned here (values released at exit)
+
+void make_keys() {
+  for (int64_t i = 0; i < g_restore_keys; ++i) {
+    const std::string k = "key" + std::to_string(i);
+    const sl_value v = host()->string_create(k.data(), k.size());
+    g_key_messages.push_back(sl_message{v, v, sl_null(), SL_NO_TIMESTAMP, 1});
+  }
+}
+
+sl_status keys_create(const sl_node_init*, void** self) {
+  *self = new size_t(0);
+  return SL_OK;
+}
+void keys_destroy(void* self) { delete static_cast<size_t*>(self); }
+sl_status keys_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* state) {
+  auto& next = *static_cast<size_t*>(self);
+  const size_t n = std::min<size_t>(budget, g_key_messages.size() - next);
+  const sl_status st = host()->emit(ctx, g_key_messages.data() + next, n);  // borrowed
+  next += n;
+  *state = next < g_key_messages.size() ? SL_SOURCE_MORE : SL_SOURCE_DONE;
+  return st;
+}
+
 // --- bench_sink: counts what arrives and notes the last value (the check). Like a real
 // sink that writes each value out, it keeps no reference to what it received. ------------
 struct Sink {
   uint64_t count = 0;
   int64_t last = -1;  // the last int, or the size of the last array/object/string
 };
-Sink* g_sink = nullptr;  // the sink of the task being run (one at a time)
+std::atomic<Sink*> g_sink{nullptr};     // the sink of the task being run (the last created)
+std::atomic<uint64_t> g_sink_total{0};  // messages every sink received (parallel tasks)
 sl_status sink_create(const sl_node_init*, void** self) {
-  g_sink = new Sink;
-  *self = g_sink;
+  auto* sink = new Sink;
+  g_sink.store(sink);
+  *self = sink;
   return SL_OK;
 }
 void sink_destroy(void* self) { delete static_cast<Sink*>(self); }
 sl_status sink_process(void* self, sl_context*, uint32_t, const sl_batch* batch) {
   auto* s = static_cast<Sink*>(self);
   s->count += batch->count;
+  g_sink_total.fetch_add(batch->count, std::memory_order_relaxed);
   if (batch->count) {
     sl_value v = sl_batch_at(batch, batch->count - 1)->value;
     s->last = v.kind == SL_KIND_INT ? v.as.i : static_cast<int64_t>(host()->value_size(v));
@@ -172,8 +284,26 @@ void load_engine() {
     t.process = sink_process;
     return t;
   }();
-  static const sl_node_type* types[] = {&ints, &lines, &sink};
+  static sl_node_type words = [] {
+    sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "bench_words");
+    t.create = words_create;
+    t.destroy = words_destroy;
+    t.poll = words_poll;
+    return t;
+  }();
+  static sl_node_type keys = [] {
+    sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "bench_keys");
+    t.create = keys_create;
+    t.destroy = keys_destroy;
+    t.poll = keys_poll;
+    return t;
+  }();
+  static const sl_node_type* types[] = {&ints, &lines, &sink, &words, &keys};
   static sl_plugin plugin = test_support::in_process_plugin("bench_nodes", types);
+  if (Status fs = checkpoint::register_builtin_stores(*g_engine->registry); !fs.is_ok()) {
+    std::fprintf(stderr, "fs store: %s\n", fs.message().c_str());
+    std::exit(2);
+  }
   Status added = g_engine->registry->add_plugin(&plugin, "<bench>", nullptr);
   if (!added.is_ok()) {
     std::fprintf(stderr, "bench nodes: %s\n", added.message().c_str());
@@ -226,7 +356,7 @@ void run_sluice(benchmark::State& state, const Pipeline& p) {
       state.SkipWithError(s.message().c_str());
       return;
     }
-    result = g_sink->last;
+    result = g_sink.load()->last;
   }
   state.SetItemsProcessed(state.iterations() * elements);
   state.counters["ns/elem/op"] = benchmark::Counter(
@@ -314,6 +444,269 @@ inputs = ["keyed"]
 function = "count"
 start = 0
 )"};
+
+// --- keyed count over `[runtime] tasks` (issue 13) ---------------------------------------------
+
+const char* const k_keyed_count_ops = R"(
+[operators.last]
+type = "aggregate"
+inputs = ["src"]
+function = "count"
+start = 0
+)";
+const char* const k_count_by_ops = R"(
+[operators.last]
+type = "accumulate"
+inputs = ["src"]
+function = "count_by"
+start = {}
+)";
+
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// `tasks` Tasks of the pipeline, each on its own thread (as PipelineRunner runs them); the
+// iteration's time is the wall time from the first create to the last task's end.
+void run_tasks(benchmark::State& state, const char* ops, uint32_t tasks) {
+  const GraphSpec spec = load("[runtime]\nbatch_size = " + std::to_string(g_batch) + "\ntasks = " +
+                              std::to_string(tasks) + "\n[sources.src]\ntype = \"bench_words\"\n" +
+                              ops + "[sinks.out]\ntype = \"bench_sink\"\ninputs = [\"last\"]\n");
+  double wall_s = 0, cpu_s = 0;
+  for (auto _ : state) {
+    g_sink_total = 0;
+    std::vector<Status> results(tasks, Status::ok());
+    const double cpu0 = process_cpu_s();
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      std::vector<std::jthread> threads;
+      for (uint32_t i = 0; i < tasks; ++i) {
+        threads.emplace_back([&, i] {
+          Task task(spec, TaskOptions{g_batch, i, tasks, &g_engine->clock});
+          Status st = task.create();
+          if (st.is_ok()) st = task.start();
+          if (st.is_ok()) st = task.run();
+          results[i] = st;
+        });
+      }
+    }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(wall);
+    wall_s += wall;
+    cpu_s += process_cpu_s() - cpu0;
+    for (const Status& st : results) {
+      if (!st.is_ok()) {
+        state.SkipWithError(st.message().c_str());
+        return;
+      }
+    }
+    // One output per word: aggregate's changelog, accumulate's running object.
+    if (g_sink_total.load() != static_cast<uint64_t>(g_words_n)) {
+      state.SkipWithError("the sinks did not receive one message per word");
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * g_words_n);
+  // The cores the run had: process CPU time (every thread) / wall time. Below `tasks` on a
+  // machine shared with other work.
+  state.counters["cores"] = wall_s > 0 ? cpu_s / wall_s : 0;
+  // CPU time per element, all threads: equal for tasks = 1 and 2 when the tasks share
+  // nothing (their speed-up is then what the free CPUs allow).
+  state.counters["cpu_ns/elem"] = 1e9 * cpu_s / static_cast<double>(state.iterations() * g_words_n);
+}
+
+// --- restore of one key group of 1 M keys (issue 13) ------------------------------------------
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void run_restore(benchmark::State& state, const char* ops) {
+  const GraphSpec spec = load("[runtime]\nbatch_size = " + std::to_string(g_batch) +
+                              "\n[sources.src]\ntype = \"bench_keys\"\n" + ops +
+                              "[sinks.out]\ntype = \"bench_sink\"\ninputs = [\"last\"]\n");
+  // The state to restore: every key counted once through the real pipeline.
+  Task built(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
+  Status st = built.create();
+  if (st.is_ok()) st = built.start();
+  if (st.is_ok()) st = built.run();
+  if (!st.is_ok()) {
+    state.SkipWithError(st.message().c_str());
+    return;
+  }
+  double snapshot_s = 0, encode_s = 0, decode_s = 0, restore_s = 0, cpu_s = 0;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto states = built.snapshot_states();
+    if (!states.is_ok()) {
+      state.SkipWithError(states.status().message().c_str());
+      return;
+    }
+    snapshot_s += seconds_since(t0);
+    checkpoint::Checkpoint cp;
+    cp.epoch = 1;
+    cp.pipeline = "bench";
+    cp.tasks.emplace_back();
+    for (auto& [id, v] : *states) {
+      cp.tasks[0].nodes.push_back(checkpoint::NodeState{id, "", SL_ROLE_OPERATOR, std::move(v)});
+    }
+    t0 = std::chrono::steady_clock::now();
+    std::string encoded = checkpoint::encode_checkpoint(cp);
+    encode_s += seconds_since(t0);
+    bytes = encoded.size();
+    cp = {};  // the restoring member holds only what it decodes
+    Task fresh(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
+    if (Status c = fresh.create(); !c.is_ok()) {
+      state.SkipWithError(c.message().c_str());
+      return;
+    }
+    t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_s();
+    auto decoded = checkpoint::decode_checkpoint(encoded);
+    if (!decoded.is_ok()) {
+      state.SkipWithError(decoded.status().message().c_str());
+      return;
+    }
+    const double decode = seconds_since(t0);
+    Task::NodeStates restore;
+    for (auto& n : decoded->tasks[0].nodes) restore.emplace_back(n.id, std::move(n.state));
+    *decoded = checkpoint::Checkpoint{};  // dropped before restore, as the coordinator does
+    t0 = std::chrono::steady_clock::now();
+    Status r = fresh.restore_states(restore);
+    const double restore_time = seconds_since(t0);
+    cpu_s += process_cpu_s() - cpu0;
+    if (!r.is_ok()) {
+      state.SkipWithError(r.message().c_str());
+      return;
+    }
+    decode_s += decode;
+    restore_s += restore_time;
+    state.SetIterationTime(decode + restore_time);
+    state.PauseTiming();  // the fresh task and the restored state are freed outside the time
+    restore.clear();
+    state.ResumeTiming();
+  }
+  const auto it = static_cast<double>(state.iterations());
+  state.counters["keys"] = static_cast<double>(g_restore_keys);
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["snapshot_ms"] = 1e3 * snapshot_s / it;
+  state.counters["encode_ms"] = 1e3 * encode_s / it;
+  state.counters["decode_ms"] = 1e3 * decode_s / it;
+  state.counters["restore_ms"] = 1e3 * restore_s / it;
+  // decode + restore in CPU time: on a shared machine, closer to what a quiet one would take.
+  state.counters["cpu_ms"] = 1e3 * cpu_s / it;
+}
+
+// The hand-written keyed count over the same partitions on `threads` threads (partition p on
+// thread p % threads), each thread counting into its own hash map: what the machine gives
+// two threads at that moment, the baseline of the tasks = 2 speed-up.
+void loop_keyed_count(benchmark::State& state, uint32_t threads) {
+  size_t keys = 0;
+  for (auto _ : state) {
+    std::vector<size_t> found(threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      std::vector<std::jthread> pool;
+      for (uint32_t i = 0; i < threads; ++i) {
+        pool.emplace_back([&found, i, threads] {
+          std::unordered_map<std::string_view, int64_t> counts;
+          for (uint32_t p = i; p < k_partitions; p += threads) {
+            for (uint32_t w : g_partition_words[p]) {
+              int64_t c = ++counts[g_vocab[w]];
+              benchmark::DoNotOptimize(c);
+            }
+          }
+          found[i] = counts.size();
+        });
+      }
+    }
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    keys = 0;
+    for (size_t k : found) keys += k;
+  }
+  state.SetItemsProcessed(state.iterations() * g_words_n);
+  state.counters["result"] = static_cast<double>(keys);
+}
+
+// The host's path when a partition is assigned (docs/SCALING.md): the checkpoint above, with
+// the task's claim on key group 1 of source `src`, is written to an fs store and committed;
+// per iteration a fresh task, with a fresh KeyGroupIndex over that store as its directory,
+// is told that `src` was assigned group 1 (Task::key_groups_assigned): the index lists the
+// store, reads and decodes the entry, claims the group, and the task hands the group's state
+// to aggregate's restore_group. Timed: that call (cold: the index has read nothing yet).
+void run_restore_group(benchmark::State& state) {
+  const GraphSpec spec = load("[runtime]\nbatch_size = " + std::to_string(g_batch) +
+                              "\n[sources.src]\ntype = \"bench_keys\"\n" + k_keyed_count_ops +
+                              "[sinks.out]\ntype = \"bench_sink\"\ninputs = [\"last\"]\n");
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sluice-bench-restore-group-" + std::to_string(::getpid()));
+  const StoreInfo* fs = g_engine->registry->find_store("fs");
+  const std::pair<std::string, Value> dir_entry{"dir", Value::string(dir.string())};
+  const Value store_config = Value::object({&dir_entry, 1});
+  auto fail = [&](const Status& st) {
+    state.SkipWithError(st.message().c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  {
+    Task built(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
+    Status st = built.create();
+    if (st.is_ok()) st = built.start();
+    if (st.is_ok()) st = built.run();
+    if (!st.is_ok()) return fail(st);
+    auto states = built.snapshot_states();
+    if (!states.is_ok()) return fail(states.status());
+    checkpoint::Checkpoint cp;
+    cp.epoch = 1;
+    cp.pipeline = "bench";
+    cp.tasks.emplace_back();
+    for (auto& [id, v] : *states) {
+      const NodeSpec* n = spec.find(id);
+      cp.tasks[0].nodes.push_back(checkpoint::NodeState{id, n->type, n->role, std::move(v)});
+    }
+    cp.tasks[0].claims["src"][1] = 1;
+    auto store = checkpoint::StoreHandle::open(*fs, "bench", store_config);
+    if (!store.is_ok()) return fail(store.status());
+    st = store.value()->write(1, checkpoint::encode_checkpoint(cp));
+    if (st.is_ok()) st = store.value()->mark_committed(1);
+    if (!st.is_ok()) return fail(st);
+  }
+  const size_t source = *spec.index_of("src");
+  const uint32_t groups[] = {1};
+  for (auto _ : state) {
+    Task fresh(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
+    if (Status c = fresh.create(); !c.is_ok()) return fail(c);
+    auto handle = checkpoint::StoreHandle::open(*fs, "bench", store_config);
+    if (!handle.is_ok()) return fail(handle.status());
+    checkpoint::KeyGroupIndex index(std::move(handle).value());
+    fresh.set_key_group_directory(&index);
+    const auto t0 = std::chrono::steady_clock::now();
+    const sl_status st = fresh.key_groups_assigned(source, groups);
+    state.SetIterationTime(seconds_since(t0));
+    if (st != SL_OK) return fail(Status(st, "key_groups_assigned failed"));
+    state.PauseTiming();
+    // Every key came back (checked each time, outside the time).
+    auto restored = fresh.snapshot_states();
+    int64_t keys = -1;
+    if (restored.is_ok() && !restored->empty()) {
+      auto groups_obj = restored->front().second.get("groups");
+      auto g = groups_obj ? groups_obj->get("1") : std::nullopt;
+      auto k = g ? g->get("keys") : std::nullopt;
+      if (k) keys = static_cast<int64_t>(k->size());
+    }
+    if (keys != g_restore_keys) return fail(Status(SL_INTERNAL, "the group did not come back"));
+    state.ResumeTiming();
+  }
+  state.counters["keys"] = static_cast<double>(g_restore_keys);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
 
 // --- the hand-written loops ---------------------------------------------------------------
 
@@ -467,6 +860,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (r.error_occurred || r.run_type != Run::RT_Iteration) continue;
       auto it = r.counters.find("items_per_second");
       if (it != r.counters.end()) rate_[r.benchmark_name()] = it->second.value;
+      seconds_[r.benchmark_name()] =
+          r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
     }
   }
   void Finalize() override {
@@ -486,9 +881,53 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (f > 0) std::printf(" %14.4g %9.2fx", f, l / f);
       std::printf("\n");
     }
+    print_task_ratios();
+    print_restore_ratios();
   }
 
  private:
+  // restore/*: seconds per decode + restore, aggregate against count_by of the same run.
+  void print_restore_ratios() const {
+    const double agg = time_s("restore/aggregate/"), base = time_s("restore/count_by");
+    if (agg <= 0) return;
+    std::printf("\n%-22s %12s %16s\n", "restore of 1 key group", "decode+restore", "/ count_by");
+    std::printf("%-22s %11.3fs %15.2fx\n", "restore/aggregate", agg, base > 0 ? agg / base : 0.0);
+    if (base > 0) std::printf("%-22s %11.3fs %15.2fx\n", "restore/count_by", base, 1.0);
+    if (const double g = time_s("restore/aggregate_group_assigned"); g > 0) {
+      std::printf("%-22s %11.3fs %15.2fx  (store read + decode + claim + restore_group)\n",
+                  "restore/group_assigned", g, base > 0 ? g / base : 0.0);
+    }
+  }
+
+  // keyed/* and count_by/*: elements/s against keyed/count_tasks1 of the same run.
+  void print_task_ratios() const {
+    const double base = find("keyed/count_tasks1");
+    if (base <= 0) return;
+    std::printf("\n%-24s %14s %22s\n", "pipeline ([runtime] tasks)", "elem/s",
+                "/ keyed count tasks=1");
+    for (const char* p :
+         {"keyed/count_tasks1", "keyed/count_tasks2", "count_by/tasks1", "count_by/tasks2",
+          "loop/keyed_count_threads1", "loop/keyed_count_threads2"}) {
+      const double r = find(p);
+      if (r > 0) std::printf("%-26s %14.4g %21.2fx\n", p, r, r / base);
+    }
+    const double t2 = find("keyed/count_tasks2"), l1 = find("loop/keyed_count_threads1"),
+                 l2 = find("loop/keyed_count_threads2");
+    if (t2 > 0 && l1 > 0 && l2 > 0) {
+      std::printf(
+          "speed-up with 2: sluice tasks %.2fx, hand-written loop threads %.2fx (what "
+          "the machine gave two threads)\n",
+          t2 / base, l2 / l1);
+    }
+  }
+
+  double time_s(const std::string& prefix) const {
+    for (const auto& [name, t] : seconds_) {
+      if (name.rfind(prefix, 0) == 0) return t;
+    }
+    return 0;
+  }
+
   double find(const std::string& prefix) const {
     for (const auto& [name, rate] : rate_) {
       if (name.rfind(prefix, 0) == 0) return rate;
@@ -496,6 +935,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return 0;
   }
   std::map<std::string, double> rate_;
+  std::map<std::string, double> seconds_;  // wall seconds per iteration
 };
 
 }  // namespace
@@ -510,6 +950,10 @@ int main(int argc, char** argv) {
       g_n = std::atoll(argv[i] + 4);
     } else if (a.rfind("--lines=", 0) == 0) {
       g_lines = std::atoll(argv[i] + 8);
+    } else if (a.rfind("--restore-keys=", 0) == 0) {
+      g_restore_keys = std::atoll(argv[i] + 15);
+    } else if (a.rfind("--words=", 0) == 0) {
+      g_words_n = std::atoll(argv[i] + 8);
     } else if (a.rfind("--batch=", 0) == 0) {
       g_batch = static_cast<uint32_t>(std::atoll(argv[i] + 8));
     } else {
@@ -518,6 +962,8 @@ int main(int argc, char** argv) {
   }
   load_engine();
   make_lines();
+  make_words();
+  make_keys();
   static const Pipeline map10{"map10", 10, false, map10_toml()};
   auto reg = [](const char* name, auto fn) {
     benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -534,11 +980,44 @@ int main(int argc, char** argv) {
   reg("loop/wordcount", loop_wordcount);
   reg("sluice/wordcount", [](benchmark::State& s) { run_sluice(s, k_wordcount); });
   reg("sluice/keyed_wordcount", [](benchmark::State& s) { run_sluice(s, k_keyed_wordcount); });
+  auto reg_tasks = [](const char* name, const char* ops, uint32_t tasks) {
+    benchmark::RegisterBenchmark(name,
+                                 [ops, tasks](benchmark::State& s) { run_tasks(s, ops, tasks); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->MinTime(0.5);
+  };
+  reg_tasks("keyed/count_tasks1", k_keyed_count_ops, 1);
+  reg_tasks("keyed/count_tasks2", k_keyed_count_ops, 2);
+  reg_tasks("count_by/tasks1", k_count_by_ops, 1);
+  reg_tasks("count_by/tasks2", k_count_by_ops, 2);
+  for (uint32_t threads : {1u, 2u}) {
+    benchmark::RegisterBenchmark(
+        threads == 1 ? "loop/keyed_count_threads1" : "loop/keyed_count_threads2",
+        [threads](benchmark::State& s) { loop_keyed_count(s, threads); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->MinTime(0.5);
+  }
+  auto reg_restore = [](const char* name, const char* ops) {
+    benchmark::RegisterBenchmark(name, [ops](benchmark::State& s) { run_restore(s, ops); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->Iterations(3);
+  };
+  reg_restore("restore/aggregate", k_keyed_count_ops);
+  reg_restore("restore/count_by", k_count_by_ops);
+  benchmark::RegisterBenchmark("restore/aggregate_group_assigned", run_restore_group)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime()
+      ->Iterations(3);
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   for (sl_value v : g_line_values) host()->value_release(v);
+  for (sl_value v : g_word_values) host()->value_release(v);
+  for (const sl_message& m : g_key_messages) host()->value_release(m.value);
   return 0;
 }

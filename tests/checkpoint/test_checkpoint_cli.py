@@ -10,7 +10,7 @@ import signal
 import time
 import unittest
 
-from sluice_it import (EXIT_INVALID, EXIT_OK, SluiceTestCase, plugin_file, toml_str,
+from sluice_it import (EXIT_INVALID, EXIT_OK, SluiceTestCase, broken, plugin_file, toml_str,
                        wait_for)
 
 EXAMPLE_DIR = os.environ.get("SLUICE_CK_EXAMPLE_DIR", "")
@@ -117,6 +117,62 @@ class CheckpointCliTest(SluiceTestCase):
         self.assertEqual(nodes["lines"]["position"], {"offset": 8})
         self.assertGreater(nodes["win"]["state_bytes"], 0)
         self.assertLessEqual(len(doc["epochs"]), 3)  # keep = 3 (the default)
+
+    def test_checkpoints_show_member_key_groups_and_claims(self):
+        # Issue 13: a grouped source (it_counters' grouped_numbers: keyed, tells the host it
+        # was assigned key group 1) -> key_by -> aggregate (keyed), member "m1". Each epoch
+        # shows who wrote it, the groups each task held with its claims, the groups each
+        # keyed node's state holds, and where each group would be restored from.
+        cfg = self.write("kg.toml", f"""\
+name = "kg"
+plugin_dirs = [{toml_str(broken("counters"))}]
+[checkpoint]
+interval_ms = 50
+dir = "ck"
+member = "m1"
+[sources.numbers]
+type = "grouped_numbers"
+group_id = "g"
+stay = true
+[operators.keyed]
+type = "key_by"
+inputs = ["numbers"]
+function = "identity"
+[operators.counts]
+type = "aggregate"
+inputs = ["keyed"]
+function = "count"
+start = 0
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["counts"]
+path = "out.txt"
+""")
+        self.run_until_checkpoint_then_term(cfg)
+        j = self.sluiced("checkpoints", cfg, "--json")
+        self.assertExit(j, EXIT_OK)
+        doc = json.loads(j.stdout)
+        newest = [e for e in doc["epochs"] if e["newest"]][0]
+        self.assertEqual(newest["member"], "m1")
+        task = newest["tasks"][0]
+        self.assertEqual(len(task["claims"]), 1, task)
+        claim = task["claims"][0]
+        self.assertEqual((claim["source"], claim["group"]), ("numbers", 1))
+        self.assertGreaterEqual(claim["claim"], 1)
+        nodes = {n["id"]: n for n in task["nodes"]}
+        self.assertEqual(nodes["counts"]["key_groups"], [1])
+        self.assertEqual(nodes["numbers"]["key_groups"], [1])  # the source is keyed too
+        self.assertEqual(doc["key_groups"], [
+            {"source": "numbers", "group": 1, "epoch": newest["epoch"], "member": "m1",
+             "claim": claim["claim"], "highest_claim": claim["claim"]}])
+        r = self.sluiced("checkpoints", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertRegex(r.stdout, rf"epoch {newest['epoch']}  \S+  \d+ bytes  member 'm1'  "
+                                   r"\(newest usable, committed\)")
+        self.assertIn(f"    key groups of source numbers: 1 (claim {claim['claim']})", r.stdout)
+        self.assertRegex(r.stdout, r"node counts \(aggregate\): \d+ bytes of state, key groups 1")
+        self.assertIn(f"  source numbers group 1: epoch {newest['epoch']} (member 'm1'), "
+                      f"claim {claim['claim']}", r.stdout)
 
     def test_state_the_new_config_cannot_use_is_refused_unless_reset(self):
         self.write("in.txt", "a\nb\n")

@@ -9,7 +9,7 @@ import subprocess
 import unittest
 
 from sluice_it import (EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, EXIT_TESTS_FAILED, PLUGIN_DIR,
-                       SLUICED, SluiceTestCase, line_col, plugin_file, toml_str)
+                       SLUICED, SluiceTestCase, broken, line_col, plugin_file, toml_str)
 
 CORE_FUNCTIONS = {
     "identity": "map", "add": "map", "sub": "map", "mul": "map", "upper": "map",
@@ -278,6 +278,125 @@ inputs = ["numbers"]
         self.assertExit(r, EXIT_OK)
         line, col = line_col(text, "[operators.unused]")
         self.stderr_line_with(r, f"warn.toml:{line}:{col}: warning:", "node 'unused'")
+
+    def grouped_pipeline(self, group_line):
+        """A keyed source (the test plugin's grouped_numbers: SL_NODE_KEYED_STATE, as a
+        grouped from_kafka) -> accumulate count_by (state not keyed) -> sink."""
+        return f"""\
+plugin_dirs = [{toml_str(broken("counters"))}]
+
+[sources.numbers]
+type = "grouped_numbers"
+{group_line}
+
+[operators.counts]
+type = "accumulate"
+inputs = ["numbers"]
+function = "count_by"
+start = {{}}
+
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["counts"]
+path = {toml_str(self.path("out.txt"))}
+"""
+
+    def test_non_keyed_state_after_grouped_source_warns(self):
+        # Issue 13: its state is per member; validate says so, names key_by -> aggregate,
+        # and still succeeds. run prints the same warning and runs.
+        text = self.grouped_pipeline('group_id = "g"')
+        self.write("grouped.toml", text)
+        line, col = line_col(text, "[operators.counts]")
+        for command in ("validate", "run"):
+            r = self.sluiced(command, "grouped.toml")
+            self.assertExit(r, EXIT_OK)
+            self.stderr_line_with(r, f"grouped.toml:{line}:{col}: warning:", "node 'counts'",
+                                  "(accumulate) is per member", "grouped source 'numbers'",
+                                  "key_by -> aggregate")
+        self.assertFileContent(self.path("out.txt"),
+                               '{"1":1}\n{"1":1,"2":1}\n{"1":1,"2":1,"3":1}\n')
+
+    def test_no_warning_without_group(self):
+        # Without group_id the source's partitions do not move: no warning at all.
+        self.write("alone.toml", self.grouped_pipeline(""))
+        r = self.sluiced("validate", "alone.toml")
+        self.assertExit(r, EXIT_OK)
+        self.assertNotInStderr("warning", r)
+
+    def test_grouped_from_kafka_warns_about_count_by_not_about_aggregate(self):
+        # The real from_kafka (keyed: SL_NODE_KEYED_STATE) with group_id; no broker needed to
+        # validate. count_by's state is per member; aggregate's is keyed and moves.
+        if not any("sluice_kafka" in f for f in os.listdir(PLUGIN_DIR)):
+            self.skipTest("the kafka plugin is not built")
+        text = """\
+[sources.in]
+type = "from_kafka"
+brokers = "127.0.0.1:9"
+topics = ["words"]
+group_id = "wc"
+
+[operators.counts]
+type = "accumulate"
+inputs = ["in"]
+function = "count_by"
+start = {}
+
+[operators.per_word]
+type = "aggregate"
+inputs = ["in"]
+function = "count"
+start = 0
+
+[sinks.out]
+type = "print"
+inputs = ["counts"]
+
+[sinks.out2]
+type = "print"
+inputs = ["per_word"]
+"""
+        self.write("kafka.toml", text)
+        r = self.sluiced("validate", "kafka.toml")
+        self.assertExit(r, EXIT_OK)
+        line, col = line_col(text, "[operators.counts]")
+        self.stderr_line_with(r, f"kafka.toml:{line}:{col}: warning:", "node 'counts'",
+                              "grouped source 'in'", "key_by -> aggregate")
+        self.assertNotIn("node 'per_word'", r.stderr)
+        self.write("alone.toml", text.replace('group_id = "wc"\n', ""))
+        r = self.sluiced("validate", "alone.toml")
+        self.assertExit(r, EXIT_OK)
+        self.assertNotInStderr("warning", r)
+        # Through a repartition topic: the grouped source is the one the host generated.
+        text = """\
+[sources.in]
+type = "from_kafka"
+brokers = "127.0.0.1:9"
+topics = ["lines"]
+group_id = "wc"
+
+[operators.keyed]
+type = "key_by"
+inputs = ["in"]
+function = "identity"
+repartition_topic = "by-word"
+
+[operators.counts]
+type = "accumulate"
+inputs = ["keyed"]
+function = "count_by"
+start = {}
+
+[sinks.out]
+type = "print"
+inputs = ["counts"]
+"""
+        self.write("repartition.toml", text)
+        r = self.sluiced("validate", "repartition.toml")
+        self.assertExit(r, EXIT_OK)
+        line, col = line_col(text, "[operators.counts]")
+        self.stderr_line_with(r, f"repartition.toml:{line}:{col}: warning:", "node 'counts'",
+                              "grouped source 'keyed.repartitioned' (the repartition topic of "
+                              "'keyed')")
 
     def check_error_at(self, text, needle, *message_parts, occurrence=1, name="bad.toml"):
         """Validates `text` (as given relative to the temp dir) and checks that an error

@@ -1,6 +1,7 @@
 // `sluiced checkpoints CONFIG [--json]`.
 #include "checkpoint/coordinator.hpp"
 #include "checkpoint/format.hpp"
+#include "checkpoint/key_group_index.hpp"
 #include "checkpoint/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -10,6 +11,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -36,6 +38,68 @@ struct Row {
   std::optional<Checkpoint> cp;
   std::string problem;
 };
+
+// The key groups a keyed node's saved state holds (SL_NODE_KEYED_STATE: its "groups" member
+// maps each group, in decimal, to that group's state), ascending; empty for other nodes.
+std::vector<int64_t> state_groups(const GraphSpec& spec, const NodeState& n) {
+  std::vector<int64_t> out;
+  const NodeSpec* node = spec.find(n.id);
+  if (node == nullptr || node->info == nullptr || node->type != n.type ||
+      (node->info->flags & SL_NODE_KEYED_STATE) == 0 || !n.state.is_object()) {
+    return out;
+  }
+  const auto groups = n.state.get("groups");
+  if (!groups || !groups->is_object()) return out;
+  for (size_t i = 0; i < groups->size(); ++i) {
+    const std::string_view name = groups->key_at(i);
+    int64_t g = 0;
+    bool digits = !name.empty() && name.size() < 10;
+    for (char c : name) {
+      digits = digits && c >= '0' && c <= '9';
+      g = g * 10 + (c - '0');
+    }
+    if (digits) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Where each key group would be restored from now (KeyGroupIndex's rule: the committed entry
+// with the highest claim, then the newest epoch), with who wrote that entry.
+struct GroupHolder {
+  std::string source;
+  uint32_t group = 0;
+  uint64_t claim = 0;
+  uint64_t epoch = 0;
+  std::string member;
+  uint64_t highest_claim = 0;  // stored anywhere, committed or not
+};
+
+Result<std::vector<GroupHolder>> group_holders(const GraphSpec& spec,
+                                               const std::vector<Row>& rows) {
+  auto store = open_store(spec);
+  if (!store.is_ok()) return store.status();
+  KeyGroupIndex index(std::move(store).value());
+  auto view = index.view();
+  if (!view.is_ok()) return view.status();
+  std::vector<GroupHolder> out;
+  for (const auto& [key, high] : view->highest_claim) {
+    GroupHolder h{key.first, key.second, 0, 0, "", high};
+    if (auto held = view->holder.find(key); held != view->holder.end()) {
+      h.claim = held->second.claim;
+      h.epoch = held->second.epoch;
+      for (const Row& r : rows) {
+        if (r.entry.epoch == h.epoch && r.cp) h.member = r.cp->member;
+      }
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::string join_groups(const std::vector<int64_t>& groups) {
+  return fmt::format("{}", fmt::join(groups, ", "));
+}
 
 // Prints the listing to stdout (text or JSON); problems to stderr. Returns the exit
 // code: 1 when the store cannot be opened or listed, 2 without [checkpoint].
@@ -71,6 +135,22 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
     rows.push_back(std::move(row));
   }
 
+  // Key groups (docs/SCALING.md): where each would be restored from. Only when some
+  // checkpoint holds claims (a grouped source assigned them).
+  std::vector<GroupHolder> holders;
+  const bool any_claims = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
+    return r.cp && std::any_of(r.cp->tasks.begin(), r.cp->tasks.end(),
+                               [](const TaskState& t) { return !t.claims.empty(); });
+  });
+  if (any_claims) {
+    auto found = group_holders(spec, rows);
+    if (found.is_ok()) {
+      holders = std::move(found).value();
+    } else {
+      fmt::print(stderr, "warning: key groups: {}\n", found.status().message());
+    }
+  }
+
   if (json) {
     std::vector<Value> epochs;
     for (const Row& r : rows) {
@@ -79,6 +159,8 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
       int64_t time_ns = r.cp ? r.cp->time_ns : r.entry.time_ns;
       o.emplace_back("time", Value::string(iso_time(time_ns)));
       o.emplace_back("time_ns", Value::integer(time_ns));
+      o.emplace_back("member",
+                     r.cp && !r.cp->member.empty() ? Value::string(r.cp->member) : Value::null());
       o.emplace_back("bytes", Value::integer(static_cast<int64_t>(r.entry.size)));
       o.emplace_back("committed", Value::boolean(r.entry.committed));
       o.emplace_back("usable", Value::boolean(r.cp.has_value()));
@@ -96,12 +178,28 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
             no.emplace_back("state_bytes",
                             Value::integer(static_cast<int64_t>(encoded_size(n.state))));
             if (n.role == SL_ROLE_SOURCE) no.emplace_back("position", n.state);
+            if (auto groups = state_groups(spec, n); !groups.empty()) {
+              std::vector<Value> gs;
+              for (int64_t g : groups) gs.push_back(Value::integer(g));
+              no.emplace_back("key_groups", Value::array(gs));
+            }
             nodes.push_back(Value::object(no));
+          }
+          // The key groups the task held, per grouped source, with its claim on each.
+          std::vector<Value> claims;
+          for (const auto& [source, groups] : r.cp->tasks[t].claims) {
+            for (const auto& [group, claim] : groups) {
+              claims.push_back(Value::object(std::vector<std::pair<std::string, Value>>{
+                  {"source", Value::string(source)},
+                  {"group", Value::integer(group)},
+                  {"claim", Value::integer(static_cast<int64_t>(claim))}}));
+            }
           }
           std::vector<std::pair<std::string, Value>> to;
           to.emplace_back("task", Value::integer(static_cast<int64_t>(t)));
           to.emplace_back("finished", Value::boolean(r.cp->tasks[t].finished));
           to.emplace_back("nodes", Value::array(nodes));
+          to.emplace_back("claims", Value::array(claims));
           tasks.push_back(Value::object(to));
         }
       }
@@ -112,6 +210,17 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
     root.emplace_back("pipeline", Value::string(spec.name));
     root.emplace_back("store", Value::string(spec.checkpoint.store));
     root.emplace_back("epochs", Value::array(epochs));
+    std::vector<Value> groups;
+    for (const GroupHolder& h : holders) {
+      groups.push_back(Value::object(std::vector<std::pair<std::string, Value>>{
+          {"source", Value::string(h.source)},
+          {"group", Value::integer(h.group)},
+          {"epoch", h.epoch ? Value::integer(static_cast<int64_t>(h.epoch)) : Value::null()},
+          {"member", h.member.empty() ? Value::null() : Value::string(h.member)},
+          {"claim", Value::integer(static_cast<int64_t>(h.claim))},
+          {"highest_claim", Value::integer(static_cast<int64_t>(h.highest_claim))}}));
+    }
+    root.emplace_back("key_groups", Value::array(groups));
     fmt::print("{}\n", json_dump(Value::object(root).raw()));
     return k_exit_ok;
   }
@@ -123,8 +232,10 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
     if (restore_point && *restore_point == r.entry.epoch) tags.emplace_back("newest usable");
     tags.emplace_back(r.entry.committed ? "committed" : "not committed");
     if (!r.cp) tags.emplace_back("UNUSABLE");
-    fmt::print("epoch {}  {}  {} bytes  ({})\n", r.entry.epoch,
-               iso_time(r.cp ? r.cp->time_ns : r.entry.time_ns), r.entry.size,
+    const std::string member =
+        r.cp && !r.cp->member.empty() ? fmt::format("  member '{}'", r.cp->member) : "";
+    fmt::print("epoch {}  {}  {} bytes{}  ({})\n", r.entry.epoch,
+               iso_time(r.cp ? r.cp->time_ns : r.entry.time_ns), r.entry.size, member,
                fmt::join(tags, ", "));
     if (!r.cp) {
       fmt::print("  {}\n", r.problem);
@@ -140,10 +251,35 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
       for (const NodeState& n : ts.nodes) {
         if (n.role == SL_ROLE_SOURCE) {
           fmt::print("    source {} ({}): position {}\n", n.id, n.type, json_dump(n.state.raw()));
+        } else if (auto groups = state_groups(spec, n); !groups.empty()) {
+          fmt::print("    node {} ({}): {} bytes of state, key groups {}\n", n.id, n.type,
+                     encoded_size(n.state), join_groups(groups));
         } else {
           fmt::print("    node {} ({}): {} bytes of state\n", n.id, n.type, encoded_size(n.state));
         }
       }
+      for (const auto& [source, groups] : ts.claims) {
+        std::vector<std::string> held;
+        for (const auto& [group, claim] : groups) {
+          held.push_back(fmt::format("{} (claim {})", group, claim));
+        }
+        fmt::print("    key groups of source {}: {}\n", source, fmt::join(held, ", "));
+      }
+    }
+  }
+  if (!holders.empty()) {
+    fmt::print(
+        "key groups (restored on assignment from the committed epoch with the highest "
+        "claim, then the newest):\n");
+    for (const GroupHolder& h : holders) {
+      std::string newer =
+          h.highest_claim > h.claim ? fmt::format("; claimed since with {}", h.highest_claim) : "";
+      if (h.epoch == 0) {
+        fmt::print("  source {} group {}: in no committed epoch{}\n", h.source, h.group, newer);
+        continue;
+      }
+      fmt::print("  source {} group {}: epoch {}{}, claim {}{}\n", h.source, h.group, h.epoch,
+                 h.member.empty() ? "" : fmt::format(" (member '{}')", h.member), h.claim, newer);
     }
   }
   return k_exit_ok;

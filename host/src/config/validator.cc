@@ -109,6 +109,7 @@ Diagnosed<GraphSpec> Validator::run() && {
   check_input_targets();
   run_node_validators();
   check_graph();
+  check_member_state();
   // Read top to bottom like the file; findings without a line come first.
   std::stable_sort(diags_.begin(), diags_.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return before(a.pos, b.pos); });
@@ -583,6 +584,72 @@ void Validator::check_graph() {
             fmt::format("output is not read by any node; add '{}' to the inputs of an operator or "
                         "sink, or remove it",
                         n.id));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Non-keyed state after a grouped source (issue 13, docs/SCALING.md)
+
+namespace {
+
+// A source whose partitions (key groups) can move to another member (daemon or task) while
+// the pipeline runs. Recognised by what the type declares, not by its name: it keeps its
+// state per key group (SL_NODE_KEYED_STATE), i.e. it hands out partitions as key groups.
+// A type that also declares a `group_id` param moves partitions only in a consumer group,
+// so it counts only when `group_id` is set (from_kafka without it reads fixed partitions).
+bool grouped_source(const NodeSpec& n) {
+  if (n.role != SL_ROLE_SOURCE || n.info == nullptr) return false;
+  if ((n.info->flags & SL_NODE_KEYED_STATE) == 0) return false;
+  if (n.info->find_param("group_id") == nullptr) return true;
+  auto group = n.config.get("group_id");
+  return group && !group->is_null();
+}
+
+}  // namespace
+
+void Validator::check_member_state() {
+  const auto& nodes = spec_.nodes;
+  std::map<std::string_view, std::vector<size_t>> readers;  // producer id -> its readers
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& ref : nodes[i].inputs) readers[ref.node].push_back(i);
+  }
+  // For each node, the first grouped source (in node order) it is downstream of.
+  std::vector<const NodeSpec*> after(nodes.size(), nullptr);
+  for (const auto& source : nodes) {
+    if (!grouped_source(source)) continue;
+    std::vector<std::string_view> todo{source.id};
+    while (!todo.empty()) {
+      std::string_view id = todo.back();
+      todo.pop_back();
+      auto it = readers.find(id);
+      if (it == readers.end()) continue;
+      for (size_t r : it->second) {
+        if (after[r] != nullptr) continue;  // seen (this source or an earlier one)
+        after[r] = &source;
+        todo.push_back(nodes[r].id);
+      }
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeSpec& n = nodes[i];
+    // Sinks keep what they wrote (a file's position), which is the member's own by nature.
+    if (after[i] == nullptr || n.role != SL_ROLE_OPERATOR || n.info == nullptr) continue;
+    const uint32_t flags = n.info->flags;
+    if ((flags & SL_NODE_STATEFUL) == 0 || (flags & SL_NODE_KEYED_STATE) != 0) continue;
+    // A source the host generated (a key_by's repartition topic) is named by what wrote it.
+    const NodeSpec& source = *after[i];
+    const std::string source_name =
+        source.generated_by.empty()
+            ? fmt::format("'{}'", source.id)
+            : fmt::format("'{}' (the repartition topic of '{}')", source.id, source.generated_by);
+    warning(n.pos, n.id, "",
+            fmt::format("its state ({}) is per member: it reads from the grouped source {}, "
+                        "whose partitions move between members (daemons, and the tasks of one) "
+                        "on a rebalance, while this state stays with the member that built it, "
+                        "so its results count only what that member read; for state that is "
+                        "exact across members, key the stream and keep the state per key: "
+                        "key_by -> aggregate (docs/SCALING.md)",
+                        n.type, source_name));
   }
 }
 

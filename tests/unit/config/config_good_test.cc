@@ -5,6 +5,7 @@
 #include "test_plugin.hpp"
 #include "value/json.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -149,6 +150,88 @@ TEST_F(GoodConfig, UnreadOutputsAreWarningsOnly) {
                 "add 'unused' to the inputs of an operator or sink, or remove it",
                 "good/unread.toml:9:1: warning: node 'dangling': output is not read by any "
                 "node; add 'dangling' to the inputs of an operator or sink, or remove it"}));
+}
+
+// Issue 13 item 6: non-keyed state downstream of a grouped source (a keyed source: its
+// partitions, i.e. key groups, move between members) is a warning with the node's position.
+TEST_F(GoodConfig, NonKeyedStateAfterAGroupedSourceIsAWarning) {
+  testing::register_state_test_plugin(registry_);
+  auto result = validate_text(R"([sources.in]
+type = "from_partitions"
+group_id = "g"
+
+[operators.m]
+type = "map"
+inputs = ["in"]
+function = "split"
+
+  [operators.counts]
+  type = "count_state"
+  inputs = ["m"]
+
+[operators.per_key]
+type = "keyed_count"
+inputs = ["m"]
+
+[operators.after_keyed]
+type = "count_state"
+inputs = ["per_key"]
+
+[sinks.out]
+type = "file_sink"
+inputs = ["counts", "after_keyed"]
+)");
+  ASSERT_TRUE(result.ok());  // a warning does not fail validation
+  EXPECT_FALSE(result.has_errors());
+  std::vector<std::string> got;
+  for (const auto& d : result.diagnostics) {
+    EXPECT_EQ(d.severity, Severity::warning);
+    got.push_back(d.to_string());
+  }
+  auto message = [](std::string_view id, std::string_view pos) {
+    return fmt::format(
+        "/configs/inline.toml:{}: warning: node '{}': its state (count_state) is per member: it "
+        "reads from the grouped source 'in', whose partitions move between members (daemons, "
+        "and the tasks of one) on a rebalance, while this state stays with the member that built "
+        "it, so its results count only what that member read; for state that is exact across "
+        "members, key the stream and keep the state per key: key_by -> aggregate "
+        "(docs/SCALING.md)",
+        pos, id);
+  };
+  // Not the keyed operator, not the map (stateless), not the sink (a sink's state is what it
+  // wrote). Downstream of a keyed operator still counts.
+  EXPECT_EQ(got,
+            (std::vector<std::string>{message("counts", "10:3"), message("after_keyed", "18:1")}));
+  ASSERT_EQ(result.diagnostics.size(), 2u);
+  EXPECT_EQ(result.diagnostics[0].node_id, "counts");
+}
+
+TEST_F(GoodConfig, NonKeyedStateWithoutAGroupedSourceIsQuiet) {
+  testing::register_state_test_plugin(registry_);
+  const char* rest = R"(
+[operators.counts]
+type = "count_state"
+inputs = ["in"]
+[sinks.out]
+type = "print"
+inputs = ["counts"]
+)";
+  // A keyed source that declares group_id but has none reads fixed partitions; a source
+  // that is stateful but not keyed has no partitions to move.
+  for (const char* source :
+       {"[sources.in]\ntype = \"from_partitions\"\n", "[sources.in]\ntype = \"from_counter\"\n",
+        "[sources.in]\ntype = \"from_iterable\"\nvalues = [1]\n"}) {
+    auto result = validate_text(std::string(source) + rest);
+    ASSERT_TRUE(result.ok()) << source;
+    for (const auto& d : result.diagnostics) ADD_FAILURE() << source << d.to_string();
+  }
+  // A keyed source without a group_id param counts as grouped (its partitions may move).
+  auto keyed = validate_text(std::string("[sources.in]\ntype = \"from_keyed\"\n") + rest);
+  ASSERT_TRUE(keyed.ok());
+  ASSERT_EQ(keyed.diagnostics.size(), 1u);
+  EXPECT_EQ(keyed.diagnostics[0].severity, Severity::warning);
+  EXPECT_EQ(keyed.diagnostics[0].node_id, "counts");
+  EXPECT_EQ(keyed.diagnostics[0].pos.line, 4u);
 }
 
 TEST_F(GoodConfig, DefaultsWithoutOptionalSections) {

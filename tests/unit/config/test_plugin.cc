@@ -24,6 +24,14 @@ sl_status dummy_call(void*, sl_context*, const sl_value*, uint32_t, sl_value* ou
   return SL_OK;
 }
 
+sl_status dummy_snapshot(void*, sl_context*, sl_value* out) {
+  *out = sl_null();
+  return SL_OK;
+}
+sl_status dummy_restore(void*, sl_context*, sl_value) { return SL_OK; }
+sl_status dummy_restore_group(void*, sl_context*, uint32_t, sl_value) { return SL_OK; }
+sl_status dummy_drop_group(void*, sl_context*, uint32_t) { return SL_OK; }
+
 constexpr uint32_t k_param_size = sizeof(sl_param);
 
 const sl_param k_from_iterable_params[] = {
@@ -62,6 +70,10 @@ const sl_param k_window_params[] = {
      nullptr},
     {k_param_size, "ratio", SL_PARAM_FLOAT, 0, nullptr, "overlap", 0, 0, 0.0, 0.0, nullptr},
     {k_param_size, "options", SL_PARAM_TABLE, 0, nullptr, "extra options", 0, 0, 0.0, 0.0, nullptr},
+};
+const sl_param k_from_partitions_params[] = {
+    {k_param_size, "group_id", SL_PARAM_STRING, 0, nullptr, "consumer group", 0, 0, 0.0, 0.0,
+     nullptr},
 };
 const sl_param k_print_params[] = {
     {k_param_size, "prefix", SL_PARAM_STRING, 0, "\"\"", "printed before each element", 0, 0, 0.0,
@@ -203,6 +215,31 @@ const sl_node_type k_bounded = [] {
   return t;
 }();
 
+// Stateful types for the member-state warning: `flags` SL_NODE_STATEFUL, with or without
+// SL_NODE_KEYED_STATE (then with restore_group/drop_group, as the ABI requires).
+sl_node_type with_state(sl_node_type t, uint32_t flags) {
+  t.flags = flags;
+  t.snapshot = dummy_snapshot;
+  t.restore = dummy_restore;
+  if ((flags & SL_NODE_KEYED_STATE) != 0) {
+    t.restore_group = dummy_restore_group;
+    t.drop_group = dummy_drop_group;
+  }
+  return t;
+}
+constexpr uint32_t k_keyed = SL_NODE_STATEFUL | SL_NODE_KEYED_STATE;
+const sl_node_type k_from_partitions =
+    with_state(source("from_partitions", k_from_partitions_params, 1), k_keyed);
+const sl_node_type k_from_keyed = with_state(source("from_keyed", nullptr, 0), k_keyed);
+const sl_node_type k_from_counter =
+    with_state(source("from_counter", nullptr, 0), SL_NODE_STATEFUL);
+const sl_node_type k_count_state =
+    with_state(consumer(SL_ROLE_OPERATOR, "count_state", nullptr, 0, 1, 1), SL_NODE_STATEFUL);
+const sl_node_type k_keyed_count =
+    with_state(consumer(SL_ROLE_OPERATOR, "keyed_count", nullptr, 0, 1, 1), k_keyed);
+const sl_node_type k_file_sink =
+    with_state(consumer(SL_ROLE_SINK, "file_sink", nullptr, 0, 1, 3), SL_NODE_STATEFUL);
+
 const sl_function_def k_add = function(SL_FUNCTION_MAP, "add", k_add_params, 1);
 const sl_function_def k_split = function(SL_FUNCTION_MAP, "split", k_split_params, 1);
 const sl_function_def k_sum = function(SL_FUNCTION_REDUCER, "sum", nullptr, 0);
@@ -216,6 +253,9 @@ const sl_function_def k_div = [] {
 const sl_node_type* const k_node_types[] = {
     &k_from_iterable, &k_from_textfile, &k_map,   &k_filter,  &k_accumulate, &k_apply,
     &k_zip,           &k_window,        &k_print, &k_collect, &k_bounded};
+const sl_node_type* const k_state_node_types[] = {&k_from_partitions, &k_from_keyed,
+                                                  &k_from_counter,    &k_count_state,
+                                                  &k_keyed_count,     &k_file_sink};
 const sl_function_def* const k_functions[] = {&k_add, &k_split, &k_sum, &k_is_even, &k_div};
 
 sl_plugin make_plugin() {
@@ -236,12 +276,28 @@ sl_plugin make_plugin() {
 
 const sl_plugin k_plugin = make_plugin();
 
+const sl_plugin k_state_plugin = [] {
+  sl_plugin p = make_plugin();
+  p.name = "config_test_state_plugin";
+  p.doc = "stateful node types for config tests";
+  p.node_types = k_state_node_types;
+  p.node_type_count = sizeof(k_state_node_types) / sizeof(k_state_node_types[0]);
+  p.functions = nullptr;
+  p.function_count = 0;
+  return p;
+}();
+
 }  // namespace
 
 void register_test_plugin(PluginRegistry& registry) {
   // What PluginLoader would set: the validate callbacks below read values through it.
   registry.set_host_api(host_api_table());
   Status status = registry.add_plugin(&k_plugin, "<config_test_plugin>", nullptr);
+  ASSERT_TRUE(status.is_ok()) << status.to_string();
+}
+
+void register_state_test_plugin(PluginRegistry& registry) {
+  Status status = registry.add_plugin(&k_state_plugin, "<config_test_state_plugin>", nullptr);
   ASSERT_TRUE(status.is_ok()) << status.to_string();
 }
 

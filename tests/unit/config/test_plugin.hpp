@@ -26,4 +26,12 @@ namespace sluice::host::testing {
 //              validate callback refuses 0)
 void register_test_plugin(PluginRegistry& registry);
 
+// Registers "config_test_state_plugin" (after register_test_plugin), with:
+//   from_partitions (a keyed source, SL_NODE_STATEFUL | SL_NODE_KEYED_STATE, as a
+//              grouped from_kafka: group_id: string, optional), from_keyed (a keyed source
+//              without group_id), from_counter (a source, SL_NODE_STATEFUL only),
+//              count_state (an operator, SL_NODE_STATEFUL only), keyed_count (an operator,
+//              keyed), file_sink (a sink, SL_NODE_STATEFUL only)
+void register_state_test_plugin(PluginRegistry& registry);
+
 }  // namespace sluice::host::testing

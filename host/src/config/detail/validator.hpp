@@ -54,6 +54,7 @@ class Validator {
   void check_expanded(const NodeSpec& node);
   void check_input_targets();
   void check_graph();
+  void check_member_state();  // non-keyed state after a grouped source
 
   // node_params.cc
   Value check_node_params(const NodeSpec& node, const toml::table& table);

@@ -411,8 +411,8 @@ struct NodeTrampolines {
   }
   static sl_status restore_group(void* self, sl_context* ctx, uint32_t group,
                                  sl_value state) noexcept {
-    return guard(ctx,
-                 [&] { return self_of(self)->restore_group(Context(ctx), group, ValueRef(state)); });
+    return guard(
+        ctx, [&] { return self_of(self)->restore_group(Context(ctx), group, ValueRef(state)); });
   }
   static sl_status drop_group(void* self, sl_context* ctx, uint32_t group) noexcept {
     return guard(ctx, [&] { return self_of(self)->drop_group(Context(ctx), group); });
@@ -516,9 +516,9 @@ constexpr sl_node_type make_node_type() noexcept {
   }
   if constexpr ((flags_of<T>() & SL_NODE_KEYED_STATE) != 0) {
     static_assert(stateful, "SL_NODE_KEYED_STATE goes with SL_NODE_STATEFUL");
-    static_assert(SLUICE_SDK_OVERRIDES(T, Node, restore_group) &&
-                      SLUICE_SDK_OVERRIDES(T, Node, drop_group),
-                  "a keyed node type (SL_NODE_KEYED_STATE) overrides restore_group and drop_group");
+    static_assert(
+        SLUICE_SDK_OVERRIDES(T, Node, restore_group) && SLUICE_SDK_OVERRIDES(T, Node, drop_group),
+        "a keyed node type (SL_NODE_KEYED_STATE) overrides restore_group and drop_group");
     t.restore_group = &Tr::restore_group;
     t.drop_group = &Tr::drop_group;
   }
