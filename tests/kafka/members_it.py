@@ -560,6 +560,34 @@ config = {self.producer_config()}
             parts.append(m.tail())
         self.fail("\n".join(parts))
 
+    def check_store(self, cfg, source="in", groups=PARTITIONS):
+        """After every member stopped (each with a final checkpoint): `sluiced checkpoints
+        --json` says every key group of `source` is restored from a committed epoch that
+        holds the group's highest claim (no newer claim without a committed entry). Returns
+        the listing."""
+        listing, why = self.checkpoints_listing(cfg)
+        if listing is None:
+            self.fail_with_report(f"`sluiced checkpoints` failed: {why}")
+        self.write("checkpoints.json", json.dumps(listing, indent=1))
+        rows = {r.get("group"): r for r in listing.get("key_groups") or []
+                if r.get("source") == source}
+        problems = []
+        for g in range(1, groups + 1):
+            r = rows.get(g)
+            if r is None or r.get("epoch") is None:
+                problems.append(f"key group {g} of '{source}': no committed epoch holds it ({r})")
+            elif r.get("claim") != r.get("highest_claim"):
+                problems.append(f"key group {g} of '{source}': restored from claim "
+                                f"{r.get('claim')} of {r.get('member')}, but the highest claim "
+                                f"is {r.get('highest_claim')}")
+        if problems:
+            self.fail_with_report("the store after the stop (checkpoints.json in the temp "
+                                  "dir):\n" + "\n".join(problems))
+        self.note(f"store: every key group of '{source}' restores from its highest claim: "
+                  + ", ".join(f"{g} claim {rows[g]['claim']} of {rows[g].get('member')}"
+                              for g in sorted(rows) if isinstance(g, int)))
+        return listing
+
     def checkpoints_listing(self, cfg):
         """`sluiced checkpoints CFG --json` (as parsed JSON), or None with the reason."""
         r = self.sluiced("checkpoints", cfg, "--json", timeout=120)

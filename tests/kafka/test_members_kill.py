@@ -59,6 +59,11 @@ class KillMixin:
         outs = self.wait_for_end(members, timeout=300)
         self.stop_all()
         self.check_counts()
+        self.check_store(cfg)
+        print(self.notes[-1])
+        if self.MODE == "repartition":
+            self.check_store(cfg, source="word.repartitioned")
+            print(self.notes[-1])
         # Nothing was counted from the state of a group restored by mistake: the final
         # outputs above are exact. The outputs after the stop are the same.
         return outs
