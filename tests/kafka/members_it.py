@@ -206,6 +206,8 @@ class Producer(threading.Thread):
         self._go = threading.Event()
         self._go.set()
         self._halt = False
+        self._limit = len(records)        # allow(): records beyond it wait
+        self._more = threading.Condition()
         self.log_path = test.path(f"kcat-produce-{topic}.log")
         self._log = open(self.log_path, "wb")
         self.kcat = subprocess.Popen(
@@ -219,11 +221,13 @@ class Producer(threading.Thread):
         try:
             t0 = time.monotonic()
             while self.sent < len(self.records) and not self._halt:
-                if not self._go.is_set():
+                if not self._go.is_set() or self.sent >= self._limit:
                     paused = time.monotonic()
                     self._go.wait()
+                    with self._more:
+                        self._more.wait_for(lambda: self.sent < self._limit or self._halt)
                     t0 += time.monotonic() - paused
-                batch = self.records[self.sent:self.sent + chunk]
+                batch = self.records[self.sent:min(self.sent + chunk, self._limit)]
                 data = "".join(f"{k}\t{v}\n" for k, v in batch).encode()
                 self.kcat.stdin.write(data)
                 self.kcat.stdin.flush()
@@ -238,6 +242,13 @@ class Producer(threading.Thread):
     def pause(self):
         self._go.clear()
 
+    def allow(self, n):
+        """Produces at most the first `n` records until allowed more (so that the input
+        cannot run out before the test's last action, however slow the machine)."""
+        with self._more:
+            self._limit = min(max(n, self.sent), len(self.records))
+            self._more.notify_all()
+
     def resume(self):
         self._go.set()
 
@@ -251,6 +262,7 @@ class Producer(threading.Thread):
 
     def finish(self, timeout=300):
         """Waits until every record is handed over and kcat has them all delivered."""
+        self.allow(len(self.records))
         self.resume()
         self.join(timeout)
         if self.is_alive():
@@ -276,6 +288,8 @@ class Producer(threading.Thread):
     def _cleanup(self):
         self._halt = True
         self._go.set()
+        with self._more:
+            self._more.notify_all()
         if self.kcat.poll() is None:
             self.kcat.kill()
             self.kcat.wait()

@@ -39,6 +39,8 @@ class KillMixin:
         self.start_producer(records, seconds=KILLS * 3.75 + 5)
         while_flowing = 0
         for k in range(KILLS):
+            # However slow the machine, part of the input is left for after each kill.
+            self.producer.allow(len(records) * (k + 1) // (KILLS + 1))
             time.sleep(self.rng.uniform(1.5, 4.5))
             for m in members:
                 if not m.alive():
