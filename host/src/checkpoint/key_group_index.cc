@@ -4,9 +4,35 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
 
 namespace sluice::host::checkpoint {
+
+namespace {
+
+// The low bits of a claim: when it was made, in ms since the Unix epoch, strictly rising in
+// this process. A claim is stored only with its member's next checkpoint, so a member that
+// stops right after claiming leaves no trace of it, and the next owner finds the same
+// highest stored claim: the time then still puts the later claim above the earlier one
+// (given clocks that agree within a session timeout; if they do not, the two claims only
+// tie, and either entry restores a consistent state).
+uint64_t claim_time_ms() {
+  static std::atomic<uint64_t> last{0};
+  const auto now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count()) &
+                   k_claim_time_mask;
+  uint64_t prev = last.load();
+  uint64_t next = 0;
+  do {
+    next = std::max(now, prev + 1) & k_claim_time_mask;
+  } while (!last.compare_exchange_weak(prev, next));
+  return next;
+}
+
+}  // namespace
 
 KeyGroupIndex::KeyGroupIndex(std::unique_ptr<StoreHandle> store) : store_(std::move(store)) {}
 
@@ -86,7 +112,8 @@ Result<std::map<uint32_t, KeyGroupDirectory::GroupState>> KeyGroupIndex::claim(
     const GroupKey key{std::string(source), g};
     GroupState& gs = out[g];
     auto high = v.highest_claim.find(key);
-    gs.claim = (high == v.highest_claim.end() ? 0 : high->second) + 1;
+    const uint64_t highest = high == v.highest_claim.end() ? 0 : high->second;
+    gs.claim = (((highest >> k_claim_time_bits) + 1) << k_claim_time_bits) | claim_time_ms();
     handed_out_[key] = gs.claim;
     if (auto h = v.holder.find(key); h != v.holder.end()) wanted[h->second.epoch].push_back(g);
   }

@@ -6,8 +6,9 @@
 // once and kept; the store is listed again at each question, so entries other members
 // wrote meanwhile are seen. A group's state comes from the committed entry holding it with
 // the highest claim, then the newest epoch. A new claim is above every claim stored or
-// handed out in this process, so a member that lost a group (a zombie) never wins it back
-// with the checkpoints it writes late.
+// handed out in this process, and above an unstored claim made earlier elsewhere (its low
+// bits are the time), so a member that lost a group (a zombie) never wins it back with the
+// checkpoints it writes late.
 //
 // Threading: every public call takes the index's lock; task threads (claim) and the
 // control thread (the coordinator's fencing and retention) share it. The index has a store
@@ -29,6 +30,14 @@
 #include <vector>
 
 namespace sluice::host::checkpoint {
+
+// A claim number is (generation << k_claim_time_bits) | (ms when claimed): the generation is
+// one above the highest claim seen, the time orders two claims of one generation (see
+// key_group_index.cc, claim_time_ms).
+inline constexpr int k_claim_time_bits = 40;
+inline constexpr uint64_t k_claim_time_mask = (uint64_t{1} << k_claim_time_bits) - 1;
+// The generation part of a claim, as logs and `sluiced checkpoints` show it.
+inline constexpr uint64_t claim_generation(uint64_t claim) { return claim >> k_claim_time_bits; }
 
 class KeyGroupIndex final : public KeyGroupDirectory {
  public:
