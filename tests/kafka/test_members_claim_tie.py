@@ -6,27 +6,19 @@ checkpoints (if it writes one before it learns of its loss) are not left out (a 
 stripped only when another is strictly higher) and tie with the new owner's, the tie going
 to the higher epoch, whichever member wrote it. Then m2 gets SIGCONT; counts stay exact.
 
-Today the host takes a claim as (highest claim stored) + 1, and a claim is stored only with
-its member's next checkpoint, so the new owners take the zombie's claim number again (seen:
-"m2 claimed group 2 with 2" then "m3 claimed group 2 with 2"). Until that is fixed the test
-is skipped unless SLUICE_TORTURE_CLAIM_TIE=1 (ctest then reports it Not Run, with this
-reason).
+Found by this test: the host took a claim as (highest claim stored) + 1, and a claim is
+stored only with its member's next checkpoint, so the new owners took the zombie's claim
+number again ("m2 claimed 2, then m3 claimed 2" for group 3). Claims now carry the time they
+were made (main 96bb6d0).
 
 Label torture (about a minute)."""
 
-import os
 import time
 import unittest
 
 from members_it import PARTITIONS, MembersTestCase, wait_for_owners
 
-RUN = os.environ.get("SLUICE_TORTURE_CLAIM_TIE") == "1"
 
-
-@unittest.skipUnless(RUN, "KNOWN ISSUE: a member's claim on a key group is stored only with "
-                          "its next checkpoint, so a member stopped before it takes the same "
-                          "claim number as the next owner (a tie, not fenced); set "
-                          "SLUICE_TORTURE_CLAIM_TIE=1 to run")
 class ClaimTieTest(MembersTestCase):
     MODE = "by_word"
 
