@@ -539,10 +539,11 @@ void Coordinator::fence(Checkpoint& cp) {
         n.state = without_groups(n.state, lost);
       }
       spdlog::warn(
-          "checkpoint epoch {}: key group{} {} of node '{}' were claimed by another task or "
-          "member since this one took them: left out of this checkpoint (this member lost "
-          "them, e.g. while paused)",
-          cp.epoch, lost.size() == 1 ? "" : "s", names, source);
+          "checkpoint epoch {}: key group{} {} of node '{}' {} claimed by another task or "
+          "member since this one took {}: left out of this checkpoint (this member lost {}, "
+          "e.g. while paused)",
+          cp.epoch, lost.size() == 1 ? "" : "s", names, source, lost.size() == 1 ? "was" : "were",
+          lost.size() == 1 ? "it" : "them", lost.size() == 1 ? "it" : "them");
     }
   }
 }
