@@ -4,6 +4,7 @@
 // (SL_NODE_KEYED_STATE) each assigned group's state from the checkpoint directory, or has
 // them drop the lost ones, and keeps its claims for the next checkpoint.
 #include "executor/task.hpp"
+#include "graph/topology.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,27 +17,13 @@ namespace sluice::host {
 const std::vector<size_t>& Task::keyed_reach(size_t source) {
   auto found = keyed_reach_.find(source);
   if (found != keyed_reach_.end()) return found->second;
-  // Everything downstream of the source, the source included; the keyed ones among them.
-  std::vector<bool> seen(nodes_.size(), false);
-  std::vector<size_t> stack{source};
-  seen[source] = true;
-  while (!stack.empty()) {
-    const size_t at = stack.back();
-    stack.pop_back();
-    for (const auto* list : {&nodes_[at].consumers, &nodes_[at].dead_letter_consumers}) {
-      for (const Consumer& c : *list) {
-        if (!seen[c.node]) {
-          seen[c.node] = true;
-          stack.push_back(c.node);
-        }
-      }
-    }
-  }
+  // The keyed nodes among those the source feeds (itself included). Task node indices are
+  // the spec's (capture nodes come after them and keep no state).
   std::vector<size_t> keyed;
-  for (size_t i : order_) {
+  for (size_t i : downstream_of(spec_, source)) {
     const NodeRuntime& n = nodes_[i];
-    if (seen[i] && n.created && (n.vt->flags & SL_NODE_KEYED_STATE) != 0 &&
-        n.vt->restore_group != nullptr && n.vt->drop_group != nullptr) {
+    if (n.created && (n.vt->flags & SL_NODE_KEYED_STATE) != 0 && n.vt->restore_group != nullptr &&
+        n.vt->drop_group != nullptr) {
       keyed.push_back(i);
     }
   }

@@ -47,11 +47,11 @@ extern "C" {
  *  1.1: checkpoints, io watches, operator chaining, gauges (see "ABI 1.1" marks).
  *  1.2: value constraints on parameters (sl_param.min_int ...) and the optional
  *       validate callbacks of node types and functions (see "Since 1.2").
- *  1.3: sl_message.key_group, sl_node_type.map_keys, keyed state that moves with
- *       its key group (SL_NODE_KEYED_STATE, sl_node_type.restore_group and
- *       drop_group, sl_host_api.key_groups_assigned and key_groups_revoked; see
- *       "Since 1.3"). */
-#define SL_ABI_MINOR 3
+ *  1.3: sl_message.key_group and sl_node_type.map_keys (see "Since 1.3").
+ *  1.4: keyed state that moves with its key group: SL_NODE_KEYED_STATE,
+ *       sl_node_type.restore_group and drop_group, sl_host_api.key_groups_assigned
+ *       and key_groups_revoked (see "Since 1.4"). */
+#define SL_ABI_MINOR 4
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
 #define SL_PLUGIN_ENTRY_SYMBOL "sluice_plugin_v1"
@@ -558,9 +558,9 @@ typedef struct sl_host_api {
    *  Thread-safe. */
   const sl_value* (*array_items)(sl_value v);
 
-  /* -- key groups (Since 1.3; docs/SCALING.md) ----------------------------- */
+  /* -- key groups (Since 1.4; docs/SCALING.md) ----------------------------- */
 
-  /** Since 1.3. A partitioned source (from_kafka with a group) says that this
+  /** Since 1.4. A partitioned source (from_kafka with a group) says that this
    *  task now owns key groups `groups[0..count)` (1 + each newly assigned
    *  partition). Before this returns, the host hands every keyed node of the
    *  task (SL_NODE_KEYED_STATE, the caller included) each group's state from
@@ -574,7 +574,7 @@ typedef struct sl_host_api {
    *  handling inside poll), before it reads the groups' records. Non-OK (after
    *  the host set the error) when the store cannot be read: fail the source. */
   sl_status (*key_groups_assigned)(sl_context* ctx, const uint32_t* groups, size_t count);
-  /** Since 1.3. This task no longer owns these key groups (partitions revoked
+  /** Since 1.4. This task no longer owns these key groups (partitions revoked
    *  or lost): every keyed node drops them (drop_group), and the next owner
    *  restores them from the checkpoint. `groups` is borrowed. Task thread only. */
   sl_status (*key_groups_revoked)(sl_context* ctx, const uint32_t* groups, size_t count);
@@ -595,7 +595,7 @@ typedef struct sl_host_api {
 
 /** Flags on a node type (sl_node_type.flags). */
 #define SL_NODE_STATEFUL 1u /**< Has state the checkpoint must capture (snapshot/restore). */
-/** Since 1.3. With SL_NODE_STATEFUL: the state is kept per key group
+/** Since 1.4. With SL_NODE_STATEFUL: the state is kept per key group
  *  (sl_message.key_group), so that a group can move alone with its partition.
  *  snapshot returns an object whose member "groups" is an object mapping each
  *  key group, in decimal ("3"), to that group's state (other members are kept
@@ -799,13 +799,13 @@ typedef struct sl_node_type {
   sl_status (*map_keys)(void* self, sl_context* ctx, const sl_value* in, size_t count,
                         sl_value* out);
 
-  /** Since 1.3. Required with SL_NODE_KEYED_STATE. Key group `group` (>= 1)
+  /** Since 1.4. Required with SL_NODE_KEYED_STATE. Key group `group` (>= 1)
    *  came to this task: replace what the node holds for it by `state` (borrowed:
    *  what this node type's snapshot had under "groups"/"<group>"), or by an
    *  empty start when `state` is null. Called after create, on the task thread,
    *  between other callbacks (from inside a source's key_groups_assigned). */
   sl_status (*restore_group)(void* self, sl_context* ctx, uint32_t group, sl_value state);
-  /** Since 1.3. Required with SL_NODE_KEYED_STATE. Forget key group `group`: it
+  /** Since 1.4. Required with SL_NODE_KEYED_STATE. Forget key group `group`: it
    *  moved to another task or daemon, which restores it from the checkpoint.
    *  What the node emits later must not depend on it. Task thread only. */
   sl_status (*drop_group)(void* self, sl_context* ctx, uint32_t group);

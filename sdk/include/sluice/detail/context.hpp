@@ -234,11 +234,11 @@ class Context {
     }
     h.checkpoint_ready(ctx_, epoch, status.code());
   }
-  /// Since 1.3 (docs/SCALING.md): a partitioned source says this task now owns key groups
+  /// Since 1.4 (docs/SCALING.md): a partitioned source says this task now owns key groups
   /// `groups` (1 + each newly assigned partition); before it returns, every keyed node of
   /// the task (the caller included) has each group's state from the newest checkpoint that
   /// holds it (restore_group). A failure (the store could not be read) is already reported:
-  /// return it. Task thread only. On a host before 1.3: OK, and nothing moves.
+  /// return it. Task thread only. On a host before 1.4: OK, and nothing moves.
   Status key_groups_assigned(std::span<const uint32_t> groups) const noexcept {
     const sl_host_api& h = host();
     if (h.struct_size < offsetof(sl_host_api, key_groups_assigned) + sizeof(void*) ||
@@ -247,8 +247,8 @@ class Context {
     }
     return wrap(h.key_groups_assigned(ctx_, groups.data(), groups.size()));
   }
-  /// Since 1.3: this task no longer owns key groups `groups` (partitions revoked or lost):
-  /// every keyed node drops them. Task thread only. On a host before 1.3: OK, no effect.
+  /// Since 1.4: this task no longer owns key groups `groups` (partitions revoked or lost):
+  /// every keyed node drops them. Task thread only. On a host before 1.4: OK, no effect.
   Status key_groups_revoked(std::span<const uint32_t> groups) const noexcept {
     const sl_host_api& h = host();
     if (h.struct_size < offsetof(sl_host_api, key_groups_revoked) + sizeof(void*) ||

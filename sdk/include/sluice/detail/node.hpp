@@ -140,7 +140,7 @@ class Node {
     return unimplemented("restore is not implemented");
   }
 
-  /// Keyed types (k_flags has SL_NODE_KEYED_STATE, ABI 1.3): snapshot() returns an object
+  /// Keyed types (k_flags has SL_NODE_KEYED_STATE, ABI 1.4): snapshot() returns an object
   /// whose "groups" member maps each key group ("3") to that group's state. Key group
   /// `group` came to this task: replace what the node holds for it by `state` (borrowed),
   /// or start it empty when `state` is null.
