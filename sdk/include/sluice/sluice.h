@@ -50,8 +50,11 @@ extern "C" {
  *  1.3: sl_message.key_group and sl_node_type.map_keys (see "Since 1.3").
  *  1.4: keyed state that moves with its key group: SL_NODE_KEYED_STATE,
  *       sl_node_type.restore_group and drop_group, sl_host_api.key_groups_assigned
- *       and key_groups_revoked (see "Since 1.4"). */
-#define SL_ABI_MINOR 4
+ *       and key_groups_revoked (see "Since 1.4").
+ *  1.5: event time: watermarks (sl_host_api.emit_watermark, sl_node_type.
+ *       on_watermark, SL_NODE_WATERMARKS) and side outputs (sl_node_type.
+ *       side_outputs, sl_host_api.emit_side) (see "Since 1.5"). */
+#define SL_ABI_MINOR 5
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
 #define SL_PLUGIN_ENTRY_SYMBOL "sluice_plugin_v1"
@@ -578,6 +581,28 @@ typedef struct sl_host_api {
    *  or lost): every keyed node drops them (drop_group), and the next owner
    *  restores them from the checkpoint. `groups` is borrowed. Task thread only. */
   sl_status (*key_groups_revoked)(sl_context* ctx, const uint32_t* groups, size_t count);
+
+  /* -- event time (Since 1.5; docs/EVENT_TIME.md) -------------------------- */
+
+  /** Since 1.5. Advance the node's output watermark to `watermark_ns`: the
+   *  node promises that the messages it emits from now on have an event time
+   *  (sl_message.timestamp_ns) above it, or are late. A value not above the
+   *  current one is ignored (watermarks only rise). Before returning, the host
+   *  hands it to the consumers depth-first, as emit does with messages, so a
+   *  watermark never overtakes the messages emitted before it: each consumer's
+   *  input watermark becomes the minimum over its inputs that carry watermarks
+   *  (see SL_NODE_WATERMARKS), and when that rose, its on_watermark runs (or,
+   *  without one, the host forwards it as the consumer's output watermark).
+   *  SL_WATERMARK_END is reserved to the host (an output that ended). Returns
+   *  as emit does. Executor thread only. */
+  sl_status (*emit_watermark)(sl_context* ctx, int64_t watermark_ns);
+  /** Since 1.5. Like emit, on side output `output` (an index into the node
+   *  type's side_outputs), which other nodes read as "ID.<name>" in their
+   *  inputs ("window.late"). Messages on a side output nobody reads are counted
+   *  and logged, then dropped. SL_INVALID_ARGUMENT for an index out of range.
+   *  Borrows `messages`. Executor thread only. */
+  sl_status (*emit_side)(sl_context* ctx, uint32_t output, const sl_message* messages,
+                         size_t count);
 } sl_host_api;
 
 /** io_watch events. */
@@ -602,6 +627,20 @@ typedef struct sl_host_api {
  *  with the node's own task and do not move); restore_group and drop_group are
  *  set. The host cuts snapshots apart by group and joins them again. */
 #define SL_NODE_KEYED_STATE 2u
+/** Since 1.5. The node makes watermarks of its own (event_time): it calls
+ *  emit_watermark whatever its inputs carry. An input carries watermarks when
+ *  a node of this kind is upstream of it (through main outputs); the host
+ *  takes a node's input watermark as the minimum over those inputs only, so a
+ *  stream with no event time anywhere upstream does not hold the others back.
+ *  A node with no input that carries watermarks gets SL_WATERMARK_END once all
+ *  its inputs ended, and no watermark before. */
+#define SL_NODE_WATERMARKS 4u
+
+/** Since 1.5. No watermark yet (the lowest). */
+#define SL_NO_WATERMARK INT64_MIN
+/** Since 1.5. The watermark of an output that ended: nothing more comes, so
+ *  every event-time window closes. Only the host sets it. */
+#define SL_WATERMARK_END INT64_MAX
 
 /** Unlimited number of inputs (sl_node_type.max_inputs). */
 #define SL_INPUTS_UNLIMITED (-1)
@@ -809,6 +848,24 @@ typedef struct sl_node_type {
    *  moved to another task or daemon, which restores it from the checkpoint.
    *  What the node emits later must not depend on it. Task thread only. */
   sl_status (*drop_group)(void* self, sl_context* ctx, uint32_t group);
+
+  /** Since 1.5. Optional. The node's input watermark rose to `watermark_ns`
+   *  (see emit_watermark): no message with an event time at or below it is
+   *  still to come, except late ones. The node emits what that completes
+   *  (windows that end at or before it) and then its own output watermark
+   *  with emit_watermark; without this callback the host forwards the input
+   *  watermark as the node's output watermark. SL_WATERMARK_END when every
+   *  input ended (before on_input_end and finish): a node may emit all it
+   *  holds, but its own output watermark becomes SL_WATERMARK_END only when
+   *  its output ends, after finish. The watermark is not part of the host's
+   *  checkpoint: a node that needs it after a restart keeps it in its state. */
+  sl_status (*on_watermark)(void* self, sl_context* ctx, int64_t watermark_ns);
+  /** Since 1.5. Optional. The names of the node's side outputs (emit_side),
+   *  side_output_count of them, each a non-empty name of [a-z0-9_] other than
+   *  "dead_letter" ("late"). Static: the strings live as long as the plugin.
+   *  Side outputs carry no watermark. */
+  const char* const* side_outputs;
+  uint32_t side_output_count;
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */

@@ -257,6 +257,29 @@ class Context {
     }
     return wrap(h.key_groups_revoked(ctx_, groups.data(), groups.size()));
   }
+  /// Since 1.5 (docs/EVENT_TIME.md): advances the node's output watermark (ns since the
+  /// epoch): what it emits from now on has a later event time, or is late. Lower or equal
+  /// values are ignored. Delivered downstream before it returns; a failure is already
+  /// reported. Executor thread only. On a host before 1.5: OK, and nothing happens.
+  Status emit_watermark(int64_t watermark_ns) const noexcept {
+    const sl_host_api& h = host();
+    if (h.struct_size < offsetof(sl_host_api, emit_watermark) + sizeof(void*) ||
+        h.emit_watermark == nullptr) {
+      return {};
+    }
+    return wrap(h.emit_watermark(ctx_, watermark_ns));
+  }
+  /// Since 1.5: delivers `messages` on side output `output` (an index into the type's
+  /// k_side_outputs), which other nodes read as "ID.<name>". As emit otherwise. On a host
+  /// before 1.5: UNIMPLEMENTED (such a host knows no side outputs: no node can read one).
+  Status emit_side(uint32_t output, std::span<const sl_message> messages) const noexcept {
+    const sl_host_api& h = host();
+    if (h.struct_size < offsetof(sl_host_api, emit_side) + sizeof(void*) ||
+        h.emit_side == nullptr) {
+      return unimplemented("the host has no side outputs (ABI before 1.5)");
+    }
+    return wrap(h.emit_side(ctx_, output, messages.data(), messages.size()));
+  }
   /// Sets the error message the current callback is about to return a failure for. Rarely
   /// needed: returning a Status with a message does it at the plugin edge.
   void set_error(std::string_view msg) const noexcept {

@@ -152,6 +152,12 @@ class Node {
     return unimplemented("drop_group is not implemented");
   }
 
+  /// Since 1.5 (docs/EVENT_TIME.md): the node's input watermark rose to `watermark_ns`
+  /// (SL_WATERMARK_END once every input ended). Wired only when T overrides it: a type that
+  /// does emits what the watermark completes and then its own with
+  /// Context::emit_watermark; the host forwards the input watermark of every other type.
+  virtual Status on_watermark(Context /*ctx*/, int64_t /*watermark_ns*/) { return {}; }
+
   // Checkpoint protocol (ABI 1.1, docs/CHECKPOINTING.md). Each is wired into the
   // sl_node_type only when T overrides it, so the host can tell who takes part.
 
@@ -275,6 +281,24 @@ template <class T>
 constexpr uint32_t param_count_of() noexcept {
   if constexpr (requires { T::k_params; }) {
     return static_cast<uint32_t>(T::k_params.size());
+  } else {
+    return 0;
+  }
+}
+/// The side outputs of a node type (Since 1.5): T::k_side_outputs (an array of names, e.g.
+/// `static constexpr std::array k_side_outputs{"late"}`), or none.
+template <class T>
+constexpr const char* const* side_outputs_of() noexcept {
+  if constexpr (requires { T::k_side_outputs; }) {
+    return T::k_side_outputs.size() == 0 ? nullptr : T::k_side_outputs.data();
+  } else {
+    return nullptr;
+  }
+}
+template <class T>
+constexpr uint32_t side_output_count_of() noexcept {
+  if constexpr (requires { T::k_side_outputs; }) {
+    return static_cast<uint32_t>(T::k_side_outputs.size());
   } else {
     return 0;
   }
@@ -417,6 +441,9 @@ struct NodeTrampolines {
   static sl_status drop_group(void* self, sl_context* ctx, uint32_t group) noexcept {
     return guard(ctx, [&] { return self_of(self)->drop_group(Context(ctx), group); });
   }
+  static sl_status on_watermark(void* self, sl_context* ctx, int64_t watermark_ns) noexcept {
+    return guard(ctx, [&] { return self_of(self)->on_watermark(Context(ctx), watermark_ns); });
+  }
   static sl_status checkpoint_prepare(void* self, sl_context* ctx, uint64_t epoch) noexcept {
     return guard(ctx, [&]() -> Status {
       SLUICE_SDK_ASSIGN_OR_RETURN(bool durable,
@@ -522,6 +549,12 @@ constexpr sl_node_type make_node_type() noexcept {
     t.restore_group = &Tr::restore_group;
     t.drop_group = &Tr::drop_group;
   }
+  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, on_watermark)) {
+    static_assert(T::k_role != SL_ROLE_SOURCE, "sources have no input watermark");
+    t.on_watermark = &Tr::on_watermark;
+  }
+  t.side_outputs = side_outputs_of<T>();
+  t.side_output_count = side_output_count_of<T>();
   if constexpr (T::k_role == SL_ROLE_SINK) {
     if constexpr (SLUICE_SDK_OVERRIDES(T, Sink, checkpoint_prepare)) {
       t.checkpoint_prepare = &Tr::checkpoint_prepare;
