@@ -199,16 +199,15 @@ Status EventWindow::add_fixed(const sl_message& m, int64_t t) {
   // Every window's next value first, then the state: a failing reducer leaves no trace.
   targets_.clear();
   next_.clear();
+  // The key's windows and starts_ are both by start: one walk finds the existing ones.
+  const KeyWindows* kw = it != g.end() ? &it->second : nullptr;
+  size_t j = kw != nullptr ? kw->size() : 0;
+  while (j > 0 && slots_[(*kw)[j - 1]].start >= starts_.front()) --j;
   for (const int64_t s : starts_) {
     uint32_t slot = k_no_slot;
-    if (it != g.end()) {
-      const KeyWindows& kw = it->second;
-      for (auto r = kw.rbegin(); r != kw.rend() && slots_[*r].start >= s; ++r) {
-        if (slots_[*r].start == s) {
-          slot = *r;
-          break;
-        }
-      }
+    if (kw != nullptr) {
+      while (j < kw->size() && slots_[(*kw)[j]].start < s) ++j;
+      if (j < kw->size() && slots_[(*kw)[j]].start == s) slot = (*kw)[j];
     }
     if (slot == k_no_slot) {
       SLUICE_SDK_ASSIGN_OR_RETURN(Value acc, reducer_.first(x));

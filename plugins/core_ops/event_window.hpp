@@ -35,7 +35,8 @@ class EventWindow final : public sdk::Operator {
       "time t (ms) falls in, and each window holds function(acc, x) of its elements, "
       "starting from `start` (without `start` its first element is its value, so count "
       "needs start = 0). kind = \"tumbling\": windows [s, s + size_ms) back to back, s = "
-      "offset_ms modulo size_ms; \"hopping\": windows of size_ms starting every slide_ms (an "
+      "offset_ms + a multiple of size_ms; \"hopping\": windows of size_ms starting every slide_ms "
+      "(an "
       "element is in up to size_ms / slide_ms of them; with slide_ms > size_ms an element "
       "between two windows belongs to none and is dropped, as in Flink); \"session\": [t, "
       "t + gap_ms) per element, merged with every session of its key it overlaps or touches "
@@ -67,9 +68,9 @@ class EventWindow final : public sdk::Operator {
                  "slide_ms is at most 1000.")
           .range(1, k_max_ms),
       sdk::param("offset_ms", SL_PARAM_DURATION, nullptr,
-                 "Tumbling and hopping: windows start at offset_ms modulo size_ms (tumbling) "
-                 "or slide_ms (hopping), less than it; absent: 0 (windows aligned to the "
-                 "epoch).")
+                 "Tumbling and hopping: windows start at offset_ms plus a multiple of size_ms "
+                 "(tumbling) or slide_ms (hopping), and offset_ms must be less than that; "
+                 "absent: 0 (windows aligned to the epoch).")
           .range(0, k_max_ms),
       sdk::param("gap_ms", SL_PARAM_DURATION, nullptr,
                  "Session: a session ends gap_ms after its last element; required for it.")
