@@ -15,11 +15,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -509,6 +512,194 @@ TEST_F(EventWindowTest, DropGroupForgetsOneGroupAndRestoreGroupBringsOneBack) {
   ASSERT_TRUE(other->run(send({at(5, R"("b")", "1", 2)})).is_ok());
   ASSERT_TRUE(other->end().is_ok());
   EXPECT_EQ(g_sink["out"], Lines({win(R"("c")", 0, 10, "1", 3), win(R"("b")", 0, 10, "3", 2)}));
+}
+
+// A naive model of the semantics (docs/EVENT_TIME.md), written for clarity: every window
+// in one list, scanned whole for each element and watermark. Random elements and
+// watermarks through window must give exactly what it gives, for every kind.
+class Model {
+ public:
+  Model(int kind, int64_t size, int64_t slide, int64_t gap, int64_t lateness, bool update)
+      : kind_(kind), size_(size), slide_(slide), gap_(gap), lateness_(lateness), update_(update) {}
+
+  void element(const std::string& key, int64_t t, int64_t v) {
+    if (kind_ == 2) {
+      session(key, t, v);
+      return;
+    }
+    std::vector<int64_t> starts;
+    bool any = false;
+    for (int64_t s = t - ((t % slide_) + slide_) % slide_; s > t - size_; s -= slide_) {
+      any = true;
+      if (!closed(s + size_)) starts.insert(starts.begin(), s);
+    }
+    if (starts.empty()) {
+      if (any) late.push_back(std::to_string(v) + " " + key + group(key) + std::to_string(t));
+      return;
+    }
+    std::vector<size_t> touched;
+    for (const int64_t s : starts) {
+      auto it = std::find_if(windows_.begin(), windows_.end(),
+                             [&](const W& w) { return w.key == key && w.start == s; });
+      if (it == windows_.end()) {
+        windows_.push_back({key, s, s + size_, {}, false, next_seq_++});
+        it = windows_.end() - 1;
+      }
+      it->elements.emplace_back(next_order_, v);
+      touched.push_back(static_cast<size_t>(it - windows_.begin()));
+    }
+    ++next_order_;
+    for (const size_t i : touched) changed(windows_[i]);
+  }
+
+  void watermark(int64_t ms) {
+    wm_ = std::max(wm_, ms);
+    std::vector<W*> due;
+    for (W& w : windows_) {
+      if (!w.fired && w.end <= wm_) due.push_back(&w);
+    }
+    std::sort(due.begin(), due.end(), [](const W* a, const W* b) {
+      return std::tie(a->end, a->start, a->seq) < std::tie(b->end, b->start, b->seq);
+    });
+    for (W* w : due) {
+      out.push_back(line(*w));
+      w->fired = true;
+    }
+    std::erase_if(windows_, [&](const W& w) { return closed(w.end); });
+    out.push_back("W " + std::to_string(ms));
+  }
+
+  void end() {
+    watermark(std::numeric_limits<int64_t>::max() / 2);
+    out.pop_back();  // the end of input is not forwarded by window
+  }
+
+  std::vector<std::string> out, late;
+
+ private:
+  struct W {
+    std::string key;
+    int64_t start, end;
+    std::vector<std::pair<uint64_t, int64_t>> elements;  // (arrival, value)
+    bool fired;
+    uint64_t seq;
+  };
+  bool closed(int64_t end) const { return have_wm_() && end + lateness_ <= wm_; }
+  bool have_wm_() const { return wm_ != std::numeric_limits<int64_t>::min(); }
+  void session(const std::string& key, int64_t t, int64_t v) {
+    int64_t start = t, end = t + gap_;
+    std::vector<size_t> touch;
+    for (size_t i = 0; i < windows_.size(); ++i) {
+      const W& w = windows_[i];
+      if (w.key == key && w.start <= t + gap_ && t <= w.end) touch.push_back(i);
+    }
+    for (const size_t i : touch) {
+      start = std::min(start, windows_[i].start);
+      end = std::max(end, windows_[i].end);
+    }
+    if (closed(end)) {
+      late.push_back(std::to_string(v) + " " + key + group(key) + std::to_string(t));
+      return;
+    }
+    W merged{key, start, end, {}, false, next_seq_++};
+    for (const size_t i : touch) {
+      merged.seq = std::min(merged.seq, windows_[i].seq);
+      merged.elements.insert(merged.elements.end(), windows_[i].elements.begin(),
+                             windows_[i].elements.end());
+    }
+    std::sort(merged.elements.begin(), merged.elements.end());
+    merged.elements.emplace_back(next_order_++, v);
+    for (auto i = touch.rbegin(); i != touch.rend(); ++i) {
+      windows_.erase(windows_.begin() + static_cast<ptrdiff_t>(*i));
+    }
+    windows_.push_back(merged);
+    changed(windows_.back());
+  }
+  void changed(W& w) {
+    w.fired = w.end <= wm_;
+    if (w.fired || update_) out.push_back(line(w));
+  }
+  static std::string line(const W& w) {
+    std::string list = "[";
+    for (const auto& [order, v] : w.elements) {
+      list += (list.size() > 1 ? "," : "") + std::to_string(v);
+    }
+    return win(w.key, w.start, w.end, list + "]", group_of(w.key));
+  }
+  /// The key group of a key in these cases: "a" 0, "b" 1, "c" 2.
+  static uint64_t group_of(const std::string& key) { return static_cast<uint64_t>(key[1] - 'a'); }
+  static std::string group(const std::string& key) {
+    return " g" + std::to_string(group_of(key)) + " ";
+  }
+
+  int kind_;
+  int64_t size_, slide_, gap_, lateness_;
+  bool update_;
+  int64_t wm_ = std::numeric_limits<int64_t>::min();
+  std::vector<W> windows_;
+  uint64_t next_seq_ = 1, next_order_ = 1;
+};
+
+TEST_F(EventWindowTest, RandomInputGivesWhatANaiveModelGives) {
+  struct Kind {
+    int kind;
+    int64_t size, slide, gap;
+    const char* toml;
+  };
+  const Kind kinds[] = {{0, 10, 10, 0, "kind = \"tumbling\"\nsize_ms = 10"},
+                        {1, 12, 4, 0, "kind = \"hopping\"\nsize_ms = 12\nslide_ms = 4"},
+                        {1, 4, 6, 0, "kind = \"hopping\"\nsize_ms = 4\nslide_ms = 6"},
+                        {2, 0, 0, 4, "kind = \"session\"\ngap_ms = 4"}};
+  uint64_t rng = 0x5eed;
+  auto next = [&](uint64_t n) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((rng >> 33) % n);
+  };
+  const std::string keys[] = {R"("a")", R"("b")", R"("c")"};
+  for (const Kind& k : kinds) {
+    for (const int64_t lateness : {0, 5}) {
+      for (const bool update : {false, true}) {
+        for (int round = 0; round < 3; ++round) {
+          const std::string params = std::string(k.toml) +
+                                     "\nfunction = \"collect_list\"\nstart = []\n"
+                                     "allowed_lateness_ms = " +
+                                     std::to_string(lateness) +
+                                     (update ? "\nemit = \"update\"" : "");
+          SCOPED_TRACE(params + "\nround " + std::to_string(round));
+          Model model(k.kind, k.size, k.slide, k.gap, lateness, update);
+          std::vector<Step> steps;
+          int64_t wm = -5;
+          int64_t v = 0;
+          for (int i = 0; i < 60; ++i) {
+            std::vector<Msg> batch;
+            const int64_t n = 1 + next(4);
+            for (int64_t j = 0; j < n; ++j) {
+              const std::string& key = keys[next(3)];
+              const int64_t t = wm - 8 + next(24);  // some late, some far ahead
+              batch.push_back(at(t, key, std::to_string(++v), static_cast<uint64_t>(key[1] - 'a')));
+              model.element(key, t, v);
+            }
+            steps.push_back(send(batch));
+            if (next(3) == 0) {
+              wm += 1 + next(6);
+              steps.push_back(mark(wm));
+              model.watermark(wm);
+            }
+          }
+          model.end();
+          auto sinks = run(params, steps);
+          EXPECT_EQ(sinks["out"], model.out);
+          EXPECT_EQ(sinks["late"], model.late);
+          if (round == 0) {  // and through a snapshot and restore after every step
+            auto restarted = run(params, steps, true);
+            EXPECT_EQ(restarted["out"], model.out);
+            EXPECT_EQ(restarted["late"], model.late);
+          }
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
 }
 
 TEST_F(EventWindowTest, EndOfInputFiresEveryOpenWindowWithoutAWatermarkBefore) {
