@@ -4,6 +4,7 @@
 #include <sluice/sluice.hpp>
 
 #include "elementwise.hpp"
+#include "event_time.hpp"
 #include "event_window.hpp"
 #include "functions.hpp"
 #include "keyed.hpp"
@@ -26,7 +27,9 @@ SLUICE_PLUGIN("core_ops", "0.1.0",
               // time-based operators
               SLUICE_NODE_TYPES(TimedWindow, TimedWindowUnique, Buffer, RateLimit, Delay, Latest),
               // keyed operators
-              SLUICE_NODE_TYPES(KeyBy, Aggregate, EventWindow),
+              SLUICE_NODE_TYPES(KeyBy, Aggregate),
+              // event-time operators
+              SLUICE_NODE_TYPES(EventTime, EventWindow),
               // multi-input operators
               SLUICE_NODE_TYPES(Zip, CombineLatest, ZipLatest, Union, Collect),
               // the function library
