@@ -50,11 +50,12 @@ class EventWindow final : public sdk::Operator {
       "element whose windows are all closed for good (watermark >= end + "
       "allowed_lateness_ms) goes unchanged to the side output \"ID.late\" (read it as an "
       "input of another node; unread, it is counted and dropped). A message without event "
-      "time is an error of that message (on_error applies). Keys compare as aggregate's; a "
-      "message without a key is in the stream's one key-less window set. End of input fires "
-      "every window. State: per key group (as aggregate), the open windows (key, bounds, "
-      "value, whether fired; a session's elements) and the watermark, so a restart neither "
-      "loses windows nor fires them twice.";
+      "time is an error of that message (on_error applies). Keys compare as aggregate's; "
+      "messages without a key share one window set (per key group, as every key). End of "
+      "input fires every window. State: per key group (as aggregate), the open windows (key, "
+      "bounds, value, whether fired; a session's elements), and the watermark, so that a "
+      "restart from a checkpoint takes the windows up where they were and what was late "
+      "stays late.";
   static constexpr std::array k_params{
       sdk::required("kind", SL_PARAM_STRING,
                     "\"tumbling\" (size_ms, offset_ms), \"hopping\" (size_ms, slide_ms, "
