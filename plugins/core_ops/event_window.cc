@@ -103,6 +103,14 @@ void EventWindow::validate(const Config& cfg) {
       refuse("gap_ms", "session");
       const int64_t size = positive("size_ms");
       const int64_t period = kind == 1 ? positive("slide_ms") : size;
+      if (kind == 1 && period > size) {
+        // An element between two windows would be in none: dropped without a trace (Flink
+        // allows it, for sampling); the late output is for elements that were too late.
+        cfg.fail("slide_ms", "must be at most size_ms (" + std::to_string(size) + "; got " +
+                                 std::to_string(period) +
+                                 "): elements between two windows would belong to none and be "
+                                 "lost");
+      }
       if (kind == 1 && (size - 1) / period + 1 > k_max_windows_per_element) {
         cfg.fail("slide_ms", "is too small for size_ms: an element would go into " +
                                  std::to_string((size - 1) / period + 1) +

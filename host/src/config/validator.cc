@@ -656,7 +656,9 @@ void Validator::check_watermark_reach() {
       any = any || (from && ref.port == OutputPort::main && carries[*from]);
     }
     carries[i] = any || (n.info->flags & SL_NODE_WATERMARKS) != 0;
-    if (!any && n.info->vtable.on_watermark != nullptr && n.role != SL_ROLE_SOURCE) {
+    // A watermark maker (event_time) may act on watermarks too, but needs none upstream.
+    if (!any && n.info->vtable.on_watermark != nullptr && n.role != SL_ROLE_SOURCE &&
+        (n.info->flags & SL_NODE_WATERMARKS) == 0) {
       warning(n.pos, n.id, "",
               fmt::format("'{}' ({}) acts on event time, but no node upstream makes watermarks: "
                           "its windows close only at the end of input; add an event_time node "

@@ -100,6 +100,10 @@ class WatermarkTest : public ::testing::Test {
     stamp.create = stamp_create;
     stamp.destroy = stamp_destroy;
     stamp.process = stamp_process;
+    // restamp: makes watermarks and acts on them (as event_time does).
+    static sl_node_type restamp = stamp;
+    restamp.name = "restamp";
+    restamp.on_watermark = [](void*, sl_context*, int64_t) -> sl_status { return SL_OK; };
     static sl_node_type pass = test_support::bare_node_type(SL_ROLE_OPERATOR, "pass");
     pass.process = pass_process;
     static sl_node_type observe =
@@ -117,7 +121,8 @@ class WatermarkTest : public ::testing::Test {
     bad_side.side_output_count = 1;
     static sl_node_type sink = test_support::bare_node_type(SL_ROLE_SINK, "discard", 4);
     sink.process = [](void*, sl_context*, uint32_t, const sl_batch*) -> sl_status { return SL_OK; };
-    static const sl_node_type* types[] = {&src, &stamp, &pass, &observe, &split, &bad_side, &sink};
+    static const sl_node_type* types[] = {&src,     &stamp, &restamp,  &pass,
+                                          &observe, &split, &bad_side, &sink};
     static sl_plugin plugin = test_support::in_process_plugin("watermark_test_nodes", types);
     ASSERT_TRUE(registry_->add_plugin(&plugin, "<test>", nullptr).is_ok());
   }
@@ -368,6 +373,11 @@ TEST_F(WatermarkTest, ValidateWarnsOfAnEventTimeOperatorWithNoWatermarkUpstream)
             std::string::npos)
       << warnings(bare);
   EXPECT_EQ(warnings(k_chain).find("acts on event time"), std::string::npos) << warnings(k_chain);
+  // A watermark maker that also acts on watermarks needs none upstream.
+  const std::string maker =
+      "[sources.in]\ntype = \"src\"\n[operators.r]\ntype = \"restamp\"\n"
+      "inputs = [\"in\"]\n[sinks.out]\ntype = \"discard\"\ninputs = [\"r\"]\n";
+  EXPECT_EQ(warnings(maker).find("acts on event time"), std::string::npos) << warnings(maker);
 }
 
 TEST_F(WatermarkTest, ThePluginRegistryRefusesBadSideOutputNames) {
