@@ -138,7 +138,7 @@ def session_step(gap):
             mine = sessions[key] = []
         keep = []
         for s in mine:
-            if s[0] < end and start < s[1]:  # overlaps [ts, ts + gap): merge
+            if s[0] <= end and start <= s[1]:  # overlaps or touches [ts, ts + gap): merge
                 start, end, count = min(start, s[0]), max(end, s[1]), count + s[2]
             else:
                 keep.append(s)

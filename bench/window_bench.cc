@@ -334,7 +334,8 @@ Totals sliding_loop(int64_t size, int64_t slide) {
 }
 
 // Session windows: per key its open sessions [first, last + gap) (almost always one); an
-// event merges every session its [ts, ts + gap) overlaps. Ends in a min-heap; an entry whose
+// event merges every session its [ts, ts + gap) overlaps or touches (as the window operator
+// and Flink do). Ends in a min-heap; an entry whose
 // session was merged or extended since is stale and skipped.
 Totals session_loop(int64_t gap) {
   struct Session {
@@ -364,7 +365,7 @@ Totals session_loop(int64_t gap) {
     Session s{e.ts_ms, e.ts_ms + gap, 1};
     auto& open = sessions[e.key];
     for (size_t i = 0; i < open.size();) {
-      if (open[i].start < s.end && s.start < open[i].end) {  // overlaps: merge
+      if (open[i].start <= s.end && s.start <= open[i].end) {  // overlaps or touches
         s = Session{std::min(s.start, open[i].start), std::max(s.end, open[i].end),
                     s.count + open[i].count};
         open.erase(open.begin() + static_cast<ptrdiff_t>(i));
