@@ -52,6 +52,8 @@ def render(doc):
                 if t["role"] != role:
                     continue
                 flags = ", stateful" if t["stateful"] else ""
+                for side in t.get("side_outputs", []):
+                    flags += f', side output `"ID.{side}"`'
                 out.append(f"### `{t['name']}`\n")
                 out.append(f"*{role}, {inputs_text(t)}{flags}; plugin `{p['name']}`*\n")
                 out.append(t["doc"] + "\n")

@@ -133,6 +133,32 @@ parse = [1, 2]
         self.assertExit(r, 2)
         self.assertInStderr("'parse' has no dead-letter output", r)
 
+    def test_a_step_time_ms_that_is_not_an_integer_is_refused_at_its_position(self):
+        r = self.run_cases(PARSE_PIPELINE.format(policy="", dead_letter_sink=""), """
+[[tests]]
+name = "bad time"
+steps = [{ source = "src", json = "1", time_ms = "noon" }]
+[tests.expect]
+parse = [1]
+""")
+        self.assertExit(r, 2)
+        self.assertInStderr("p.tests.toml:4:", r)
+        self.assertInStderr("`time_ms` must be an integer", r)
+
+    def test_steps_with_time_ms_and_partition_deliver_like_the_plain_ones(self):
+        # The event time and partition ride on the message (event_time and window read
+        # them: tests/ops/window_*.toml); a map passes the values on as without them.
+        r = self.run_cases(PARSE_PIPELINE.format(policy="", dead_letter_sink=""), """
+[[tests]]
+name = "stamped"
+steps = [{ source = "src", value = "1", time_ms = 1000, partition = 2 },
+         { source = "src", values = ["[2]", "3"], time_ms = 2000 }]
+[tests.expect]
+parse = [1, [2], 3]
+""")
+        self.assertExit(r, 0)
+        self.assertInStdout("1 passed, 0 failed", r)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -36,7 +36,8 @@ constexpr std::string_view k_page = R"HTML(<!DOCTYPE html>
 </svg>
 <table id="nodes">
   <thead><tr><th>node</th><th>type</th><th>in/s</th><th>out/s</th><th>in</th><th>out</th>
-  <th>errors</th><th>back-pressure s</th><th>status</th><th></th></tr></thead>
+  <th>errors</th><th>back-pressure s</th><th>watermark</th><th>behind</th><th>late</th>
+  <th>status</th><th></th></tr></thead>
   <tbody></tbody>
 </table>
 <script>
@@ -109,7 +110,8 @@ function draw(graph) {
   graph.nodes.forEach(n => {
     const tr = document.createElement("tr");
     tr.id = "row-" + n.id;
-    const cells = ["", "type", "in-rate", "out-rate", "in", "out", "errors", "bp", "status", "act"];
+    const cells = ["", "type", "in-rate", "out-rate", "in", "out", "errors", "bp", "wm", "wm-lag",
+                   "late", "status", "act"];
     cells.forEach(c => {
       const td = document.createElement("td");
       if (c) td.id = c + "-" + n.id;
@@ -177,6 +179,13 @@ async function tick() {
       set("out-" + n.id, n.role === "sink" ? "" : n.out);
       set("errors-" + n.id, n.errors);
       set("bp-" + n.id, n.backpressure_s.toFixed(2));
+      // Event time: the watermark (UTC) and how far it is behind the wall clock.
+      const wm = n.watermark_ms;
+      set("wm-" + n.id, wm === null || wm === undefined ? "" : wm === "end" ? "end" :
+          new Date(wm).toISOString().replace("T", " ").replace("Z", ""));
+      set("wm-lag-" + n.id, typeof wm === "number" ?
+          ((stats.time_ms - wm) / 1000).toFixed(1) + " s" : "");
+      set("late-" + n.id, n.late ? n.late : "");
       set("status-" + n.id, n.paused ? "paused" : "");
       const g = document.getElementById("node-" + n.id);
       if (g) g.classList.toggle("paused", n.paused);

@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <utility>
+#include <vector>
 
 namespace sluice::host {
 
@@ -19,6 +21,11 @@ struct NodeTotals {
   std::array<uint64_t, NodeCounters::k_latency_bounds_ns.size() + 1> buckets{};
   uint64_t latency_sum_ns = 0;
   uint64_t backpressure_ns = 0;
+  // Event time: what went out on each side output (by the type's index), and the lowest
+  // output watermark over the tasks that have one (SL_NO_WATERMARK: none has).
+  std::vector<uint64_t> side_out;
+  int64_t watermark_ns = SL_NO_WATERMARK;
+  uint64_t late = 0;  // side output "late", if the type has one
 };
 
 int64_t steady_now_ns() {
@@ -29,6 +36,8 @@ int64_t steady_now_ns() {
 
 NodeTotals totals(const PipelineRunner& runner, size_t node) {
   NodeTotals t;
+  const NodeTypeInfo& type = *runner.spec().nodes[node].info;
+  t.side_out.assign(type.side_outputs.size(), 0);
   const int64_t now = steady_now_ns();
   constexpr auto relaxed = std::memory_order_relaxed;
   for (const auto& task : runner.tasks()) {
@@ -44,7 +53,13 @@ NodeTotals totals(const PipelineRunner& runner, size_t node) {
     t.backpressure_ns += c.backpressure_ns.load(relaxed);
     int64_t since = c.backpressure_since_ns.load(relaxed);
     if (since > 0 && now > since) t.backpressure_ns += static_cast<uint64_t>(now - since);
+    for (size_t k = 0; k < t.side_out.size(); ++k) t.side_out[k] += c.side_out[k].load(relaxed);
+    // A task that has no watermark yet (no partition assigned) does not hide the others'.
+    if (const int64_t w = c.watermark_ns.load(relaxed); w != SL_NO_WATERMARK) {
+      t.watermark_ns = t.watermark_ns == SL_NO_WATERMARK ? w : std::min(t.watermark_ns, w);
+    }
   }
+  if (auto late = type.side_output("late")) t.late = t.side_out[*late];
   return t;
 }
 
@@ -136,6 +151,49 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
     }
   }
 
+  // Event time (docs/EVENT_TIME.md): only the nodes it concerns.
+  header(out, "sluice_node_late_total", "counter",
+         "Elements the node sent to its \"late\" output (too late for every window, or too far "
+         "in the future).");
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (spec.nodes[i].info->side_output("late")) {
+      put(fmt::format("sluice_node_late_total{{{}}} {}\n", labels(i), all[i].late));
+    }
+  }
+  header(out, "sluice_node_side_output_messages_total", "counter",
+         "Messages the node emitted on each of its side outputs.");
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& names = spec.nodes[i].info->side_outputs;
+    for (size_t k = 0; k < names.size(); ++k) {
+      put(fmt::format("sluice_node_side_output_messages_total{{{},output=\"{}\"}} {}\n", labels(i),
+                      label(names[k]), all[i].side_out[k]));
+    }
+  }
+  // The watermark as Unix time, and how far it is behind the wall clock (an event-time lag:
+  // it grows when input stops or a partition holds it back). Absent before the first
+  // watermark and after the end of input.
+  const double wall_s = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count()) /
+                        1e3;
+  header(out, "sluice_node_watermark_seconds", "gauge",
+         "The node's output watermark (a sink's: its input's), Unix time: no element at or "
+         "before it is still to come, except late ones. The lowest over the tasks.");
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t w = all[i].watermark_ns;
+    if (w == SL_NO_WATERMARK || w == SL_WATERMARK_END) continue;
+    put(fmt::format("sluice_node_watermark_seconds{{{}}} {:.3f}\n", labels(i),
+                    static_cast<double>(w) / 1e9));
+  }
+  header(out, "sluice_node_watermark_lag_seconds", "gauge",
+         "Wall-clock time now minus the node's watermark.");
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t w = all[i].watermark_ns;
+    if (w == SL_NO_WATERMARK || w == SL_WATERMARK_END) continue;
+    put(fmt::format("sluice_node_watermark_lag_seconds{{{}}} {:.3f}\n", labels(i),
+                    wall_s - static_cast<double>(w) / 1e9));
+  }
+
   header(out, "sluice_node_batch_latency_seconds", "histogram",
          "Time of one process() call on a batch, including the synchronous delivery downstream; "
          "sampled: about 1 call in 16 per node is timed, so _count counts timed calls, not "
@@ -203,12 +261,18 @@ std::string render_stats_json(const PipelineRunner* runner, const DaemonFacts& f
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     NodeTotals t = totals(*runner, i);
     const NodeSpec& n = spec.nodes[i];
+    // watermark_ms: null before the first watermark, "end" after the end of input.
+    const std::string watermark = t.watermark_ns == SL_NO_WATERMARK ? std::string("null")
+                                  : t.watermark_ns == SL_WATERMARK_END
+                                      ? std::string("\"end\"")
+                                      : fmt::format("{}", t.watermark_ns / 1'000'000);
     out += fmt::format(
         "{}{{\"id\":{},\"role\":\"{}\",\"type\":{},\"in\":{},\"out\":{},\"errors\":{},"
-        "\"skipped\":{},\"dead_letters\":{},\"backpressure_s\":{},\"paused\":{}}}",
+        "\"skipped\":{},\"dead_letters\":{},\"backpressure_s\":{},\"paused\":{},"
+        "\"watermark_ms\":{},\"late\":{}}}",
         i == 0 ? "" : ",", json_string(n.id), role_label(n.role), json_string(n.type), t.in, t.out,
         t.errors, t.skipped, t.dead_letters, t.backpressure_ns / 1e9,
-        runner->source_paused(n.id) ? "true" : "false");
+        runner->source_paused(n.id) ? "true" : "false", watermark, t.late);
   }
   return out + "]}";
 }

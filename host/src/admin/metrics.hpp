@@ -26,7 +26,8 @@ struct DaemonFacts {
 [[nodiscard]] std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& facts);
 
 // {"generation", "state", "time_ms", "pipeline", "nodes": [{"id", "role", "type",
-//  "in", "out", "errors", "skipped", "dead_letters", "backpressure_s", "paused"}]}
+//  "in", "out", "errors", "skipped", "dead_letters", "backpressure_s", "paused",
+//  "watermark_ms" (null, "end" or ms since the epoch: the lowest over the tasks), "late"}]}
 // Counters are sums over the tasks.
 [[nodiscard]] std::string render_stats_json(const PipelineRunner* runner, const DaemonFacts& facts);
 

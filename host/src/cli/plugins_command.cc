@@ -75,8 +75,10 @@ std::string plugins_text(const PluginRegistry& registry) {
                        p->file.string());
     if (!p->doc.empty()) out += fmt::format("  {}\n", p->doc);
     for (const NodeTypeInfo* t : p->node_types) {
-      out += fmt::format("\n  {} {} ({}{})\n", role_name(t->role), t->name, inputs_text(*t),
-                         (t->flags & SL_NODE_STATEFUL) ? ", stateful" : "");
+      std::string sides;
+      for (const std::string& side : t->side_outputs) sides += ", side output " + side;
+      out += fmt::format("\n  {} {} ({}{}{})\n", role_name(t->role), t->name, inputs_text(*t),
+                         (t->flags & SL_NODE_STATEFUL) ? ", stateful" : "", sides);
       if (!t->doc.empty()) out += fmt::format("    {}\n", t->doc);
       for (const ParamInfo& param : t->params) out += param_line(param);
     }
@@ -103,6 +105,9 @@ std::string plugins_json(const PluginRegistry& registry) {
       e.emplace_back("min_inputs", Value::integer(t->min_inputs));
       e.emplace_back("max_inputs", Value::integer(t->max_inputs));
       e.emplace_back("stateful", Value::boolean((t->flags & SL_NODE_STATEFUL) != 0));
+      std::vector<Value> sides;
+      for (const std::string& side : t->side_outputs) sides.push_back(Value::string(side));
+      e.emplace_back("side_outputs", Value::array(sides));
       e.emplace_back("params", params_value(t->params));
       types.push_back(Value::object(e));
     }

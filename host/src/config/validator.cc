@@ -110,6 +110,7 @@ Diagnosed<GraphSpec> Validator::run() && {
   run_node_validators();
   check_graph();
   check_member_state();
+  check_watermark_reach();
   // Read top to bottom like the file; findings without a line come first.
   std::stable_sort(diags_.begin(), diags_.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return before(a.pos, b.pos); });
@@ -445,7 +446,10 @@ void Validator::check_inputs_syntax(NodeSpec& node, const toml::table& table) {
             fmt::format("'{}' is listed twice; list each input once", id->get()));
       continue;
     }
-    node.inputs.push_back(InputRef{id->get(), pos(item.source()), id->get(), OutputPort::main});
+    InputRef& ref = node.inputs.emplace_back();
+    ref.id = id->get();
+    ref.pos = pos(item.source());
+    ref.node = id->get();  // the port, if any, is resolved by check_input_targets
   }
   if (!node.info || !all_strings) return;
   const auto count = static_cast<int64_t>(array->size());
@@ -489,6 +493,32 @@ void Validator::check_error_policy(NodeSpec& node, const toml::table& table) {
   }
 }
 
+// "ID.NAME" where node ID's type declares side output NAME (ABI 1.5: "window.late"): true
+// when `ref` is of that form, with the port set, or after reporting a name ID's type lacks.
+bool Validator::resolve_side_output(const NodeSpec& reader, InputRef& ref) {
+  const size_t dot = ref.id.rfind('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == ref.id.size()) return false;
+  const std::string_view base = std::string_view(ref.id).substr(0, dot);
+  const std::string_view name = std::string_view(ref.id).substr(dot + 1);
+  const NodeSpec* producer = spec_.find(base);
+  if (producer == nullptr || producer->info == nullptr) return false;
+  if (std::optional<uint32_t> index = producer->info->side_output(name)) {
+    ref.node = std::string(base);
+    ref.port = OutputPort::side;
+    ref.side = *index;
+    ref.side_name = std::string(name);
+    return true;
+  }
+  const auto& names = producer->info->side_outputs;
+  error(ref.pos, reader.id, "inputs",
+        names.empty()
+            ? fmt::format("'{}' ({}) has no output '{}': it has only its main output '{}'", base,
+                          producer->type, name, base)
+            : fmt::format("'{}' ({}) has no output '{}'; its side outputs are: {}", base,
+                          producer->type, name, join_names(names)));
+  return true;
+}
+
 void Validator::check_input_targets() {
   for (auto& node : spec_.nodes) {
     std::vector<std::string> readable;
@@ -514,6 +544,7 @@ void Validator::check_input_targets() {
           continue;
         }
       }
+      if (!target && resolve_side_output(node, ref)) continue;
       if (!target) {
         error(ref.pos, node.id, "inputs",
               unknown_name_message("node", ref.id, readable, "inputs (sources and operators)"));
@@ -565,7 +596,10 @@ void Validator::check_graph() {
   std::set<std::string_view> dead_letters_read;
   for (const auto& n : nodes) {
     for (const auto& ref : n.inputs) {
-      (ref.port == OutputPort::main ? read : dead_letters_read).insert(ref.node);
+      if (ref.port == OutputPort::main) read.insert(ref.node);
+      if (ref.port == OutputPort::dead_letter) dead_letters_read.insert(ref.node);
+      // An unread side output is no config error: the host counts and logs what it drops
+      // (an event_time without max_future_ms never emits on its "late").
     }
   }
   for (const auto& n : nodes) {
@@ -606,6 +640,31 @@ bool grouped_source(const NodeSpec& n) {
 }
 
 }  // namespace
+
+// A node that acts on watermarks (a window) with no watermark-making node (event_time)
+// upstream would fire only at end of input: legal (a bounded file), but most likely a
+// forgotten event_time, so a warning.
+void Validator::check_watermark_reach() {
+  if (inputs_incomplete_ || spec_.topo_order.size() != spec_.nodes.size()) return;
+  std::vector<bool> carries(spec_.nodes.size(), false);
+  for (size_t i : spec_.topo_order) {
+    const NodeSpec& n = spec_.nodes[i];
+    if (n.info == nullptr) return;
+    bool any = false;
+    for (const InputRef& ref : n.inputs) {
+      auto from = spec_.producer_of(ref);
+      any = any || (from && ref.port == OutputPort::main && carries[*from]);
+    }
+    carries[i] = any || (n.info->flags & SL_NODE_WATERMARKS) != 0;
+    if (!any && n.info->vtable.on_watermark != nullptr && n.role != SL_ROLE_SOURCE) {
+      warning(n.pos, n.id, "",
+              fmt::format("'{}' ({}) acts on event time, but no node upstream makes watermarks: "
+                          "its windows close only at the end of input; add an event_time node "
+                          "before it (docs/EVENT_TIME.md)",
+                          n.id, n.type));
+    }
+  }
+}
 
 void Validator::check_member_state() {
   const auto& nodes = spec_.nodes;

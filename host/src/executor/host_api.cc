@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <span>
@@ -77,6 +78,14 @@ sl_status api_emit(sl_context* ctx, const sl_message* messages, size_t count) {
 }
 sl_status api_emit_values(sl_context* ctx, const sl_value* values, size_t count) {
   return task_of(ctx).emit_values(ctx->node, values, count);
+}
+sl_status api_emit_watermark(sl_context* ctx, int64_t watermark_ns) {
+  // SL_WATERMARK_END is the host's: an output ends only when its node has (after finish).
+  return task_of(ctx).emit_watermark(ctx->node, std::min(watermark_ns, SL_WATERMARK_END - 1));
+}
+sl_status api_emit_side(sl_context* ctx, uint32_t output, const sl_message* messages,
+                        size_t count) {
+  return task_of(ctx).emit_side(ctx->node, output, messages, count);
 }
 int64_t api_now_ns(sl_context* ctx) { return task_of(ctx).clock().now_ns(); }
 sl_status api_timer_start(sl_context* ctx, uint64_t timer_id, int64_t delay_ns) {
@@ -320,6 +329,8 @@ sl_host_api make_table() {
   t.array_items = array_items;
   t.key_groups_assigned = api_key_groups_assigned;
   t.key_groups_revoked = api_key_groups_revoked;
+  t.emit_watermark = api_emit_watermark;
+  t.emit_side = api_emit_side;
   return t;
 }
 

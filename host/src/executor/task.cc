@@ -28,6 +28,7 @@ Task::Task(const GraphSpec& spec, TaskOptions options)
     rt.input_count = static_cast<uint32_t>(n.inputs.size());
     rt.on_error = n.on_error;
     rt.input_full.assign(n.inputs.size(), false);
+    rt.side_consumers.resize(n.info->side_outputs.size());
     for (const InputRef& ref : n.inputs) rt.input_ids.push_back({ref.id.data(), ref.id.size()});
   }
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
@@ -35,13 +36,19 @@ Task::Task(const GraphSpec& spec, TaskOptions options)
     for (uint32_t k = 0; k < n.inputs.size(); ++k) {
       auto from = spec.producer_of(n.inputs[k]);
       if (!from) continue;
-      auto& list = n.inputs[k].port == OutputPort::dead_letter ? nodes_[*from].dead_letter_consumers
-                                                               : nodes_[*from].consumers;
-      list.push_back({i, k});
+      NodeRuntime& producer = nodes_[*from];
+      switch (n.inputs[k].port) {
+        case OutputPort::main: producer.consumers.push_back({i, k}); break;
+        case OutputPort::dead_letter: producer.dead_letter_consumers.push_back({i, k}); break;
+        case OutputPort::side:  // the validator checked the index against the type
+          producer.side_consumers.at(n.inputs[k].side).push_back({i, k});
+          break;
+      }
     }
     if (n.role == SL_ROLE_SOURCE) sources_.push_back(i);
   }
   order_ = spec.topo_order;
+  wire_watermarks();
 }
 
 Task::~Task() {
@@ -79,15 +86,24 @@ void Task::replace_sinks_with_discard() {
 }
 
 Result<size_t> Task::attach_capture(std::string_view id) {
+  // A node's main output, "ID.dead_letter", or "ID.NAME": side output NAME of node ID.
   auto index = spec_.index_of(id);
   bool dead_letters = false;
-  if (auto producer = index ? std::nullopt : dead_letter_producer(id)) {
-    index = spec_.index_of(*producer);
-    dead_letters = index && nodes_[*index].on_error == ErrorPolicy::dead_letter;
-    if (!dead_letters) index.reset();
+  std::optional<uint32_t> side;
+  if (!index) {
+    const size_t dot = id.rfind('.');
+    const auto base =
+        dot == std::string_view::npos ? std::nullopt : spec_.index_of(id.substr(0, dot));
+    if (!base) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
+    dead_letters =
+        dead_letter_producer(id).has_value() && nodes_[*base].on_error == ErrorPolicy::dead_letter;
+    if (!dead_letters) side = spec_.nodes[*base].info->side_output(id.substr(dot + 1));
+    if (!dead_letters && !side) {
+      return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
+    }
+    index = base;
   }
-  if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
-  if (!dead_letters && nodes_[*index].role == SL_ROLE_SINK) {
+  if (!dead_letters && !side && nodes_[*index].role == SL_ROLE_SINK) {
     // A sink has no output: capture what reaches it instead.
     return Status(SL_INVALID_ARGUMENT,
                   fmt::format("node '{}' is a sink and emits nothing; capture its input node", id));
@@ -102,8 +118,14 @@ Result<size_t> Task::attach_capture(std::string_view id) {
   c.input_count = 1;
   c.input_full.assign(1, false);
   c.input_ids.push_back({spec_.nodes[*index].id.data(), spec_.nodes[*index].id.size()});
-  (dead_letters ? nodes_[*index].dead_letter_consumers : nodes_[*index].consumers)
+  NodeRuntime& producer = nodes_[*index];
+  (side           ? producer.side_consumers.at(*side)
+   : dead_letters ? producer.dead_letter_consumers
+                  : producer.consumers)
       .push_back({capture, 0});
+  c.input_watermarks.assign(1, SL_NO_WATERMARK);
+  c.input_carries.assign(1, !side && !dead_letters && producer.output_carries);
+  c.any_input_carries = c.input_carries[0];
   order_.push_back(capture);
   return capture;
 }
@@ -460,11 +482,18 @@ void Task::end_node(size_t index) {
   n.ended = true;
   timers_.cancel_node(index);
   io_watches_.cancel_node(index);
-  // Both outputs end with the node: its readers and its dead-letter readers.
-  for (const auto* consumers : {&n.consumers, &n.dead_letter_consumers}) {
+  // Every output ends with the node: its readers, its dead-letter readers, its side outputs'.
+  // Its output watermark becomes SL_WATERMARK_END (docs/EVENT_TIME.md, "End of input"): nothing
+  // more comes, so each reader's windows close before its on_input_end and finish.
+  n.watermark_out = SL_WATERMARK_END;
+  n.counters->watermark_ns.store(SL_WATERMARK_END, std::memory_order_relaxed);
+  std::vector<const std::vector<Consumer>*> outputs{&n.consumers, &n.dead_letter_consumers};
+  for (const auto& side : n.side_consumers) outputs.push_back(&side);
+  for (const auto* consumers : outputs) {
     for (const Consumer& c : *consumers) {
       NodeRuntime& dst = nodes_[c.node];
       if (dst.ended) continue;
+      if (raise_input_watermark(c, SL_WATERMARK_END) != SL_OK) return;
       ++dst.inputs_ended;
       if (dst.vt->on_input_end && invoke(c.node, "on_input_end", [&] {
                                     return dst.vt->on_input_end(dst.self, &dst.ctx, c.input);
@@ -632,7 +661,8 @@ void Task::stop_node(NodeRuntime& n) {
 
 // -- test mode ---------------------------------------------------------------
 
-Status Task::inject(std::string_view source_id, const Value& value) {
+Status Task::inject(std::string_view source_id, const Value& value,
+                    std::optional<int64_t> timestamp_ns, uint64_t key_group) {
   auto index = spec_.index_of(source_id);
   if (!index || !nodes_[*index].injected) {
     return Status(SL_NOT_FOUND, fmt::format("'{}' is not an injected source", source_id));
@@ -640,8 +670,17 @@ Status Task::inject(std::string_view source_id, const Value& value) {
   if (nodes_[*index].ended) {
     return Status(SL_FAILED_PRECONDITION, fmt::format("source '{}' has already ended", source_id));
   }
-  sl_value raw = value.raw();
-  emit_values(*index, &raw, 1);
+  if (timestamp_ns || key_group != 0) {
+    // As a partitioned source that stamps its records would emit it.
+    sl_message m{};
+    m.value = value.raw();
+    m.timestamp_ns = timestamp_ns.value_or(SL_NO_TIMESTAMP);
+    m.key_group = key_group;
+    emit(*index, &m, 1);
+  } else {
+    sl_value raw = value.raw();
+    emit_values(*index, &raw, 1);
+  }
   if (failure_) return *failure_;
   return run_until_idle();
 }

@@ -83,6 +83,11 @@ struct NodeCounters {
   // finished intervals, plus the start of the current one (0 = not now).
   std::atomic<uint64_t> backpressure_ns{0};
   std::atomic<int64_t> backpressure_since_ns{0};
+  // Event time (ABI 1.5): the node's output watermark (a sink's: its input's), ns since the
+  // epoch; SL_NO_WATERMARK until one came. And what it emitted on each side output.
+  std::atomic<int64_t> watermark_ns{SL_NO_WATERMARK};
+  static constexpr size_t k_max_side_outputs = 16;  // the registry refuses more
+  std::array<std::atomic<uint64_t>, k_max_side_outputs> side_out{};
 
   // One process() call in about k_latency_sample_every is timed, each node's first call
   // included, at pseudo-random intervals of 1 .. 2N-1 calls (mean N), so a periodic
@@ -129,7 +134,19 @@ struct NodeRuntime {
   std::vector<sl_str> input_ids;  // borrowed from the GraphSpec, for sl_node_init
   ErrorPolicy on_error = ErrorPolicy::fail;
   std::vector<Consumer> consumers;
-  std::vector<Consumer> dead_letter_consumers;  // readers of "ID.dead_letter"
+  std::vector<Consumer> dead_letter_consumers;        // readers of "ID.dead_letter"
+  std::vector<std::vector<Consumer>> side_consumers;  // per side output: readers of "ID.<name>"
+  // Event time (executor/task_watermarks.cc). Per input: its watermark (SL_NO_WATERMARK
+  // until one came, SL_WATERMARK_END once it ended) and whether a watermark-making node
+  // (SL_NODE_WATERMARKS) is upstream of it; the input watermark is the minimum over the
+  // inputs that carry (over all of them when none does).
+  std::vector<int64_t> input_watermarks;
+  std::vector<bool> input_carries;
+  bool any_input_carries = false;
+  bool output_carries = false;  // SL_NODE_WATERMARKS, or an input carries
+  int64_t watermark_in = SL_NO_WATERMARK;
+  int64_t watermark_out = SL_NO_WATERMARK;
+  uint64_t side_dropped = 0;  // side-output messages nobody reads (logged 1st, 2nd, 4th...)
   // Input back-pressure (set_input_backpressure): which inputs are full, and for
   // each input the sources that feed only it (computed on first use).
   std::vector<bool> input_full;
@@ -202,7 +219,10 @@ class Task final : public EpochParticipant {
   [[nodiscard]] std::string_view node_in_callback() const;
 
   // -- test mode (virtual clock), on the caller's thread --------------------
-  Status inject(std::string_view source_id, const Value& value);
+  // The element gets event time `timestamp_ns` and key group `key_group` when given (as a
+  // partitioned source that stamps its records would emit it: docs/TESTING.md).
+  Status inject(std::string_view source_id, const Value& value,
+                std::optional<int64_t> timestamp_ns = std::nullopt, uint64_t key_group = 0);
   // Fires every timer due up to `now_ns` in deadline order, moving the clock
   // to each deadline first; then sets the clock to now_ns.
   Status advance_to(VirtualClock& clock, int64_t now_ns);
@@ -245,6 +265,9 @@ class Task final : public EpochParticipant {
   // -- the host API's view (task thread) ------------------------------------
   sl_status emit(size_t node, const sl_message* messages, size_t count);
   sl_status emit_values(size_t node, const sl_value* values, size_t count);
+  // sl_host_api.emit_watermark / emit_side (executor/task_watermarks.cc).
+  sl_status emit_watermark(size_t node, int64_t watermark_ns);
+  sl_status emit_side(size_t node, uint32_t output, const sl_message* messages, size_t count);
   NodeRuntime& node(size_t index) { return nodes_[index]; }
   const Clock& clock() const { return *options_.clock; }
   sl_status timer_start(size_t node, uint64_t timer_id, int64_t delay_ns);
@@ -351,6 +374,13 @@ class Task final : public EpochParticipant {
   };
   std::optional<Epoch> epoch_;
   void maybe_snapshot();
+
+  // Event time (executor/task_watermarks.cc): which inputs carry watermarks (after the
+  // consumers are known); consumer `c`'s input watermark rose to `watermark_ns` (its
+  // on_watermark, or forwarding); the minimum over a node's inputs.
+  void wire_watermarks();
+  sl_status raise_input_watermark(const Consumer& c, int64_t watermark_ns);
+  [[nodiscard]] static int64_t input_watermark(const NodeRuntime& n);
 
   // Key groups (executor/task_key_groups.cc).
   KeyGroupDirectory* key_groups_ = nullptr;

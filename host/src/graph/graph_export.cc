@@ -69,10 +69,11 @@ std::string to_dot(const GraphSpec& graph) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const InputRef& ref = node.inputs[i];
       out += fmt::format("  {} -> {}", dot_quote(ref.node), dot_quote(node.id));
-      if (ref.port == OutputPort::dead_letter) {
-        out += node.inputs.size() > 1
-                   ? fmt::format(" [label=\"{} (dead letters)\", style=dashed]", i)
-                   : std::string(" [label=\"dead letters\", style=dashed]");
+      if (ref.port == OutputPort::dead_letter || ref.port == OutputPort::side) {
+        const std::string what =
+            ref.port == OutputPort::side ? ref.side_name : std::string("dead letters");
+        out += node.inputs.size() > 1 ? fmt::format(" [label=\"{} ({})\", style=dashed]", i, what)
+                                      : fmt::format(" [label=\"{}\", style=dashed]", what);
       } else if (node.inputs.size() > 1) {
         out += fmt::format(" [label=\"{}\"]", i);
       }
@@ -135,7 +136,9 @@ std::string to_json(const GraphSpec& graph) {
       out += "{\"from\":";
       append_json_string(out, ref.node);
       out += ",\"port\":";
-      append_json_string(out, ref.port == OutputPort::dead_letter ? "dead_letter" : "main");
+      append_json_string(out, ref.port == OutputPort::dead_letter ? std::string("dead_letter")
+                              : ref.port == OutputPort::side      ? ref.side_name
+                                                                  : std::string("main"));
       out += ",\"to\":";
       append_json_string(out, node.id);
       out += fmt::format(",\"input\":{}}}", i);

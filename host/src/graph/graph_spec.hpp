@@ -30,6 +30,7 @@ struct SourcePos {
 enum class OutputPort : uint32_t {
   main = 0,         // what the node emits
   dead_letter = 1,  // messages it failed on, with on_error = "dead_letter" ("ID.dead_letter")
+  side = 2,         // a side output its type declares (ABI 1.5: "ID.late"); InputRef::side
 };
 
 // The producer named by an input reference "ID.dead_letter" (the messages node ID failed
@@ -47,6 +48,8 @@ struct InputRef {
   SourcePos pos;     // of the string in the `inputs` array
   std::string node;  // the producing node's id (id without the port suffix)
   OutputPort port = OutputPort::main;
+  uint32_t side = 0;        // port side: the index among the type's side outputs
+  std::string side_name{};  // port side: its name ("late")
 };
 
 // What a node does with a message its process() failed on (`on_error`).

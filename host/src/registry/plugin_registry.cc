@@ -120,6 +120,40 @@ Status read_constraints(const sl_param& p, uint32_t stride, std::string_view own
   return Status::ok();
 }
 
+// A node type's side outputs (ABI 1.5): names of [a-z0-9_], unique, not "dead_letter" (the
+// host's own output), at most 16 (a bound on what a plugin can make the host allocate).
+Result<std::vector<std::string>> read_side_outputs(const sl_node_type& t,
+                                                   const std::string& owner) {
+  constexpr uint32_t k_max_side_outputs = 16;
+  std::vector<std::string> names;
+  if (t.side_output_count == 0) return names;
+  if (t.side_outputs == nullptr || t.side_output_count > k_max_side_outputs) {
+    return Status(SL_INVALID_ARGUMENT,
+                  fmt::format("{} declares {} side outputs {}", owner, t.side_output_count,
+                              t.side_outputs == nullptr ? "but no names" : "(at most 16)"));
+  }
+  for (uint32_t i = 0; i < t.side_output_count; ++i) {
+    const char* raw = t.side_outputs[i];
+    const std::string_view name = raw != nullptr ? std::string_view(raw) : std::string_view();
+    const bool valid =
+        !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        });
+    if (!valid || name == "dead_letter") {
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{}: side output #{} must be a name of a-z, 0-9 and _ (not "
+                                "\"dead_letter\")",
+                                owner, i));
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return Status(SL_INVALID_ARGUMENT,
+                    fmt::format("{}: side output '{}' is declared twice", owner, name));
+    }
+    names.emplace_back(name);
+  }
+  return names;
+}
+
 // Reads a param array using the first element's struct_size as the stride.
 Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t count,
                                            std::string_view owner) {
@@ -250,6 +284,11 @@ std::string constraint_text(const ParamInfo& p) {
 const ParamInfo* NodeTypeInfo::find_param(std::string_view key) const {
   return find_in(params, key);
 }
+std::optional<uint32_t> NodeTypeInfo::side_output(std::string_view name) const {
+  auto it = std::find(side_outputs.begin(), side_outputs.end(), name);
+  if (it == side_outputs.end()) return std::nullopt;
+  return static_cast<uint32_t>(it - side_outputs.begin());
+}
 const ParamInfo* FunctionInfo::find_param(std::string_view key) const {
   return find_in(params, key);
 }
@@ -369,6 +408,7 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
                                 t.name, other->plugin->name, other->plugin->file.string()));
     }
     SLUICE_ASSIGN_OR_RETURN(auto params, read_params(t.params, t.param_count, owner));
+    SLUICE_ASSIGN_OR_RETURN(auto side_outputs, read_side_outputs(t, owner));
     auto info = std::make_unique<NodeTypeInfo>();
     info->name = t.name;
     info->doc = str_or_empty(t.doc);
@@ -377,10 +417,12 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
     info->flags = t.flags;
     info->min_inputs = t.role == SL_ROLE_SOURCE ? 0 : t.min_inputs;
     info->max_inputs = t.role == SL_ROLE_SOURCE ? 0 : t.max_inputs;
+    info->side_outputs = std::move(side_outputs);
     info->vtable = t;
     info->vtable.name = nullptr;  // strings live in the info; avoid two sources of truth
     info->vtable.doc = nullptr;
     info->vtable.params = nullptr;
+    info->vtable.side_outputs = nullptr;
     info->plugin = plugin.get();
     types.push_back(std::move(info));
   }

@@ -54,10 +54,14 @@ struct NodeTypeInfo {
   uint32_t flags = 0;
   int32_t min_inputs = 0;
   int32_t max_inputs = 0;
+  // Side outputs (ABI 1.5: "late"), read as "ID.<name>"; the index is emit_side's.
+  std::vector<std::string> side_outputs;
   sl_node_type vtable{};  // full-size copy; fields the plugin did not have are null
   const PluginInfo* plugin = nullptr;
 
   [[nodiscard]] const ParamInfo* find_param(std::string_view key) const;
+  // The index of side output `name`, if the type has one.
+  [[nodiscard]] std::optional<uint32_t> side_output(std::string_view name) const;
 };
 
 struct FunctionInfo {

@@ -39,25 +39,59 @@ Result<std::vector<TestStep>> parse_step(const std::string& file, const toml::no
                     "a step must be a table: { source = \"ID\", value = ... }, { source = \"ID\", "
                     "values = [...] }, { source = \"ID\", json = \"...\" } or { advance_ms = N }");
   for (auto&& [k, v] : *t) {
-    if (k != "source" && k != "value" && k != "values" && k != "json" && k != "advance_ms") {
-      return error_at(
-          file, v.source(),
-          fmt::format("unknown step key '{}' (valid: source, value, values, json, advance_ms)",
-                      k.str()));
+    if (k != "source" && k != "value" && k != "values" && k != "json" && k != "advance_ms" &&
+        k != "time_ms" && k != "partition") {
+      return error_at(file, v.source(),
+                      fmt::format("unknown step key '{}' (valid: source, value, values, json, "
+                                  "time_ms, partition, advance_ms)",
+                                  k.str()));
     }
   }
+  // Event time and partition of the delivered elements (docs/EVENT_TIME.md): as a source
+  // that stamps its records, reading partition N (key group N + 1), would emit them.
+  TestDelivery stamp;
+  size_t stamp_keys = 0;
+  if (const toml::node* time = t->get("time_ms")) {
+    auto ms = time->value<int64_t>();
+    constexpr int64_t k_max_ms = INT64_MAX / 1'000'000 - 1;
+    if (!time->is_integer() || !ms || *ms < -k_max_ms || *ms > k_max_ms) {
+      return error_at(file, time->source(),
+                      "`time_ms` must be an integer: the element's event time in ms since the "
+                      "Unix epoch");
+    }
+    stamp.time_ms = *ms;
+    ++stamp_keys;
+  }
+  if (const toml::node* part = t->get("partition")) {
+    auto n = part->value<int64_t>();
+    if (!part->is_integer() || !n || *n < 0 || *n > 65535) {
+      return error_at(file, part->source(), "`partition` must be an integer from 0 to 65535");
+    }
+    stamp.partition = static_cast<uint32_t>(*n);
+    stamp.partitioned = true;
+    ++stamp_keys;
+  }
+  auto stamped = [&](TestDelivery d) {
+    d.time_ms = stamp.time_ms;
+    d.partition = stamp.partition;
+    d.partitioned = stamp.partitioned;
+    return d;
+  };
   if (const toml::node* many = t->get("values")) {
     const toml::node* src = t->get("source");
     const toml::array* items = many->as_array();
-    if (!src || !src->is_string() || !items || t->size() != 2) {
+    if (!src || !src->is_string() || !items || t->size() != 2 + stamp_keys) {
       return error_at(file, many->source(),
-                      "`values` must be an array, with `source = \"ID\"` and nothing else in "
-                      "its step");
+                      "`values` must be an array, with `source = \"ID\"` (and optionally "
+                      "`time_ms`, `partition`) and nothing else in its step");
     }
     std::vector<TestStep> steps;
     for (const toml::node& item : *items) {
-      steps.emplace_back(
-          TestDelivery{*src->value<std::string>(), to_value(item), pos_of(file, item.source())});
+      TestDelivery d = stamped({});
+      d.source = *src->value<std::string>();
+      d.value = to_value(item);
+      d.pos = pos_of(file, item.source());
+      steps.emplace_back(std::move(d));
     }
     return steps;
   }
@@ -77,7 +111,7 @@ Result<std::vector<TestStep>> parse_step(const std::string& file, const toml::no
   if ((value != nullptr) == (json != nullptr)) {
     return error_at(file, node.source(), "a delivery needs exactly one of `value` or `json`");
   }
-  TestDelivery d;
+  TestDelivery d = stamped({});
   d.source = *src->value<std::string>();
   d.pos = pos_of(file, node.source());
   if (value) {
@@ -254,6 +288,11 @@ Status check_test_case(const GraphSpec& spec, const TestCase& test) {
       const NodeSpec* base = spec.find(*producer);
       if (base && base->on_error == ErrorPolicy::dead_letter) continue;
     }
+    if (const size_t dot = id.rfind('.'); !n && dot != std::string::npos) {
+      // "ID.NAME": side output NAME of node ID ("window.late").
+      const NodeSpec* base = spec.find(std::string_view(id).substr(0, dot));
+      if (base && base->info->side_output(std::string_view(id).substr(dot + 1))) continue;
+    }
     if (!n) {
       return error(where,
                    fmt::format("test '{}': no node '{}' in the pipeline; nodes that emit: {}",
@@ -288,7 +327,10 @@ class CaseRun {
     for (size_t i = 0; i < test_.steps.size(); ++i) {
       Status s;
       if (const auto* d = std::get_if<TestDelivery>(&test_.steps[i])) {
-        s = task_->inject(d->source, d->value);
+        s = task_->inject(
+            d->source, d->value,
+            d->time_ms ? std::optional<int64_t>(*d->time_ms * 1'000'000) : std::nullopt,
+            d->partitioned ? d->partition + 1 : 0);
       } else {
         const auto& a = std::get<TestAdvance>(test_.steps[i]);
         s = task_->advance_to(clock_, clock_.monotonic_ns() + a.ms * 1'000'000);

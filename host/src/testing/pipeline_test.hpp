@@ -22,6 +22,9 @@ struct TestDelivery {
   std::string source;
   Value value;
   SourcePos pos;
+  std::optional<int64_t> time_ms;  // `time_ms`: the element's event time, as if stamped
+  uint32_t partition = 0;          // `partition`: read from this partition (key group + 1)
+  bool partitioned = false;        // `partition` was given
 };
 struct TestAdvance {
   int64_t ms = 0;

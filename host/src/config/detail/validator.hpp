@@ -53,8 +53,10 @@ class Validator {
   // A key_by whose repartition_topic was not expanded (repartition_expansion.hpp) is an error.
   void check_expanded(const NodeSpec& node);
   void check_input_targets();
+  bool resolve_side_output(const NodeSpec& reader, InputRef& ref);
   void check_graph();
-  void check_member_state();  // non-keyed state after a grouped source
+  void check_member_state();     // non-keyed state after a grouped source
+  void check_watermark_reach();  // event-time operators with no watermark upstream
 
   // node_params.cc
   Value check_node_params(const NodeSpec& node, const toml::table& table);
