@@ -47,6 +47,7 @@
 #include <queue>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -335,50 +336,64 @@ Totals sliding_loop(int64_t size, int64_t slide) {
 
 // Session windows: per key its open sessions [first, last + gap) (almost always one); an
 // event merges every session its [ts, ts + gap) overlaps or touches (as the window operator
-// and Flink do). Ends in a min-heap; an entry whose
-// session was merged or extended since is stale and skipped.
+// and Flink do). A min-heap holds at most about one entry per key: the earliest end of its
+// sessions when it was pushed. A popped entry fires the key's sessions that are due and
+// pushes the key again with its next end (sessions grow, so an entry can be early).
 Totals session_loop(int64_t gap) {
   struct Session {
     int64_t start, end, count;
   };
+  struct KeySessions {
+    std::vector<Session> open;
+    int64_t scheduled = std::numeric_limits<int64_t>::max();  // the end of its heap entry
+  };
   Totals t;
-  std::unordered_map<std::string_view, std::vector<Session>> sessions;
-  using Due = std::pair<int64_t, std::string_view>;
+  std::unordered_map<std::string_view, KeySessions> sessions;  // nodes: stable addresses
+  using Due = std::tuple<int64_t, std::string_view, KeySessions*>;
   std::priority_queue<Due, std::vector<Due>, std::greater<>> due;
   Watermark wm;
   auto fire_until = [&](int64_t w) {
-    while (!due.empty() && due.top().first <= w) {
-      const auto [end, key] = due.top();
+    while (!due.empty() && std::get<0>(due.top()) <= w) {
+      const auto [end, key, ks] = due.top();
       due.pop();
-      auto& open = sessions[key];
-      for (size_t i = 0; i < open.size(); ++i) {
-        if (open[i].end == end) {
-          sink(t, Firing{key, open[i].start, end, open[i].count});
-          open.erase(open.begin() + static_cast<ptrdiff_t>(i));
-          break;
+      if (end != ks->scheduled) continue;  // superseded by an earlier entry
+      int64_t next = std::numeric_limits<int64_t>::max();
+      for (size_t i = 0; i < ks->open.size();) {
+        const Session& s = ks->open[i];
+        if (s.end <= w) {
+          sink(t, Firing{key, s.start, s.end, s.count});
+          ks->open.erase(ks->open.begin() + static_cast<ptrdiff_t>(i));
+        } else {
+          next = std::min(next, s.end);
+          ++i;
         }
       }
+      ks->scheduled = next;
+      if (!ks->open.empty()) due.emplace(next, key, ks);
     }
   };
   for (const Event& e : g_events) {
     const bool rose = wm.observe(e);
     Session s{e.ts_ms, e.ts_ms + gap, 1};
-    auto& open = sessions[e.key];
-    for (size_t i = 0; i < open.size();) {
-      if (open[i].start <= s.end && s.start <= open[i].end) {  // overlaps or touches
-        s = Session{std::min(s.start, open[i].start), std::max(s.end, open[i].end),
-                    s.count + open[i].count};
-        open.erase(open.begin() + static_cast<ptrdiff_t>(i));
+    KeySessions& ks = sessions[e.key];
+    for (size_t i = 0; i < ks.open.size();) {
+      if (ks.open[i].start <= s.end && s.start <= ks.open[i].end) {  // overlaps or touches
+        s = Session{std::min(s.start, ks.open[i].start), std::max(s.end, ks.open[i].end),
+                    s.count + ks.open[i].count};
+        ks.open.erase(ks.open.begin() + static_cast<ptrdiff_t>(i));
       } else {
         ++i;
       }
     }
-    open.push_back(s);
-    due.emplace(s.end, e.key);
+    ks.open.push_back(s);
+    if (s.end < ks.scheduled) {
+      ks.scheduled = s.end;
+      due.emplace(s.end, e.key, &ks);
+    }
     if (rose) fire_until(wm.value);
   }
-  for (auto& [key, open] : sessions) {  // end of input
-    for (const Session& s : open) sink(t, Firing{key, s.start, s.end, s.count});
+  for (auto& [key, ks] : sessions) {  // end of input
+    for (const Session& s : ks.open) sink(t, Firing{key, s.start, s.end, s.count});
   }
   return t;
 }
@@ -401,7 +416,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
       if (r.error_occurred || r.run_type != Run::RT_Iteration) continue;
-      Row& row = rows_[r.benchmark_name()];
+      Row& row = rows_[r.run_name.function_name];  // "sluice/tumbling", without min_time
       row.rate = r.counters.at("items_per_second").value;
       row.windows = static_cast<int64_t>(r.counters.at("windows").value);
       row.sum = static_cast<int64_t>(r.counters.at("sum").value);
