@@ -4,6 +4,7 @@
 #include <sluice/sluice.hpp>
 
 #include "elementwise.hpp"
+#include "event_time.hpp"
 #include "functions.hpp"
 #include "keyed.hpp"
 #include "map_filter.hpp"
@@ -26,6 +27,8 @@ SLUICE_PLUGIN("core_ops", "0.1.0",
               SLUICE_NODE_TYPES(TimedWindow, TimedWindowUnique, Buffer, RateLimit, Delay, Latest),
               // keyed operators
               SLUICE_NODE_TYPES(KeyBy, Aggregate),
+              // event-time operators
+              SLUICE_NODE_TYPES(EventTime),
               // multi-input operators
               SLUICE_NODE_TYPES(Zip, CombineLatest, ZipLatest, Union, Collect),
               // the function library

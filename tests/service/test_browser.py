@@ -1,6 +1,7 @@
 """The live graph page in headless Chromium, driven through chromedriver's W3C WebDriver
 HTTP API (plain urllib): the page draws every node, the rates it shows move while data
-flows, and its pause button stops a source (and resume starts it again)."""
+flows, the watermark of an event_time node's stream shows, and its pause button stops a
+source (and resume starts it again)."""
 
 import json
 import os
@@ -28,9 +29,12 @@ token = "t0ken"
 [sources.ticks]
 type = "from_periodic"
 interval_ms = 10
+[operators.et]
+type = "event_time"
+inputs = ["ticks"]
 [operators.keep]
 type = "filter"
-inputs = ["ticks"]
+inputs = ["et"]
 function = {{ name = "ge", args = {{ value = 0 }} }}
 [sinks.out]
 type = "sink_to_textfile"
@@ -143,7 +147,7 @@ class LivePageTest(SluiceTestCase):
         driver.go(base + "/#token=t0ken")
         self.assertTrue(wait_for(lambda: driver.text("rate-out") not in (None, ""), 20),
                         f"the page did not draw the graph: state={driver.text('state')!r}")
-        for node in ("ticks", "keep", "out"):
+        for node in ("ticks", "et", "keep", "out"):
             self.assertIsNotNone(driver.text("node-" + node), f"node {node} not drawn")
         self.assertEqual(driver.text("title"), "sluiced: live")
 
@@ -152,6 +156,13 @@ class LivePageTest(SluiceTestCase):
                         f"source rate shown: {driver.text('out-rate-ticks')!r}")
         self.assertTrue(wait_for(lambda: (number(driver.text("rate-out")) or 0) > 20, 10),
                         f"sink rate shown: {driver.text('rate-out')!r}")
+        # Event time: from_periodic stamps each tick with the time it went out, event_time
+        # makes the watermark of it, filter passes it on: the page shows it in UTC, a moment
+        # behind the wall clock.
+        self.assertTrue(wait_for(lambda: (driver.text("wm-keep") or "").startswith(
+            time.strftime("%Y-", time.gmtime())), 10), f"watermark: {driver.text('wm-keep')!r}")
+        self.assertLess(float(driver.text("wm-lag-keep").rstrip(" s")), 30.0)
+        self.assertEqual(driver.text("wm-ticks"), "")  # no event time upstream of a source
         count1 = number(driver.text("in-out"))
         time.sleep(1.5)
         count2 = number(driver.text("in-out"))
