@@ -318,7 +318,9 @@ config = {self.producer_config()}
         self.assertEqual(missing, [], f"too-late records missing from `late`\n{context}")
         dupes = {i: n for i, n in late_seen.items() if n > 1}
         print(f"\n[seed {SEED}] {len(expected)} windows, {sum(expected.values())} counted "
-              f"records, {len(phases.refired)} late firings, {len(phases.too_late)} too-late "
+              f"records, {sum(len(vs) for vs in results.values())} window results in "
+              f"`minutes` (replays after the kills included), "
+              f"{len(phases.refired)} late firings, {len(phases.too_late)} too-late "
               f"records ({len(dupes)} written more than once by a replay: that sink is "
               f"at-least-once); kills after phases {sorted(kill_after)}")
 
