@@ -31,7 +31,21 @@ namespace {
 constexpr uint64_t k_sweep_timer = 1;
 constexpr int64_t k_state_version = 1;
 
-/// The name of a normalised FUNCTION spec (`name` or `{name, args}`); empty for Lua.
+[[noreturn]] void bad_state(const std::string& what, ValueRef state) {
+  throw sdk::Error(SL_INVALID_ARGUMENT,
+                   "aggregate: checkpoint state " + what + ": " + preview(state));
+}
+
+}  // namespace
+
+// ---- shared by the keyed operators (keyed_state.hpp) -----------------------------------
+
+Value owned_key(ValueRef key) {
+  if (key.is_string()) return Value::string(key.as_str());
+  if (key.is_bytes()) return Value::bytes(key.as_str());
+  return Value::borrow(key);
+}
+
 std::string_view function_name(const Value& spec) {
   if (spec.is_string()) return spec.as_str();
   if (!spec.is_object()) return {};
@@ -40,20 +54,25 @@ std::string_view function_name(const Value& spec) {
   return name && name->is_string() ? name->as_str() : std::string_view();
 }
 
-/// A key to keep in the state: strings and bytes are copied, so that a key that wraps a
-/// foreign buffer (a Kafka payload) does not pin it for as long as the key lives.
-Value owned_key(ValueRef key) {
-  if (key.is_string()) return Value::string(key.as_str());
-  if (key.is_bytes()) return Value::bytes(key.as_str());
-  return Value::borrow(key);
+std::optional<uint64_t> parse_key_group(std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  uint64_t id = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9' || id > (UINT64_MAX - 9) / 10) return std::nullopt;
+    id = id * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return id;
 }
 
-[[noreturn]] void bad_state(const std::string& what, ValueRef state) {
-  throw sdk::Error(SL_INVALID_ARGUMENT,
-                   "aggregate: checkpoint state " + what + ": " + preview(state));
+Reducer::Reducer(Context ctx, const Config& cfg) : fn_(bind_callable(ctx, cfg, "function")) {
+  if (std::optional<Value> start = cfg.find_value("start")) {
+    start_ = std::move(*start);
+    has_start_ = true;
+  }
+  const std::string_view name = function_name(cfg.get_value("function"));
+  if (name == Count::k_name) fast_ = Fast::count;
+  if (name == Sum::k_name) fast_ = Fast::sum;
 }
-
-}  // namespace
 
 // ---- key_by -------------------------------------------------------------------------------
 
@@ -84,22 +103,12 @@ Status KeyBy::map_keys(Context /*ctx*/, std::span<const sl_value> in, std::span<
 
 // ---- aggregate ----------------------------------------------------------------------------
 
-Aggregate::Aggregate(Context ctx, const Config& cfg) : fn_(bind_callable(ctx, cfg, "function")) {
-  if (std::optional<Value> start = cfg.find_value("start")) {
-    start_ = std::move(*start);
-    has_start_ = true;
-  }
+Aggregate::Aggregate(Context ctx, const Config& cfg) : reducer_(ctx, cfg) {
   if (cfg.has("ttl_ms")) {
     const int64_t ms = cfg.get_duration("ttl_ms").count();
     if (ms < 1) cfg.fail("ttl_ms", "must be at least 1 (got " + std::to_string(ms) + ")");
     ttl_ns_ = ms * 1'000'000;
   }
-  // count and sum are this plugin's own functions (names are unique across plugins), so
-  // their int steps are computed here; anything else (floats, overflow, errors) goes to the
-  // bound function, whose results and messages stay its own.
-  const std::string_view name = function_name(cfg.get_value("function"));
-  if (name == Count::k_name) fast_ = Fast::count;
-  if (name == Sum::k_name) fast_ = Fast::sum;
 }
 
 Aggregate::Group& Aggregate::group(uint64_t key_group) {
@@ -108,23 +117,6 @@ Aggregate::Group& Aggregate::group(uint64_t key_group) {
     last_group_id_ = key_group;
   }
   return *last_group_;
-}
-
-Status Aggregate::step(Value& acc, ValueRef x) {
-  const sl_value a = acc.raw();
-  if (a.kind == SL_KIND_INT) {
-    int64_t r = 0;
-    if (fast_ == Fast::count && !__builtin_add_overflow(a.as.i, int64_t{1}, &r)) {
-      acc = Value::integer(r);
-      return {};
-    }
-    if (fast_ == Fast::sum && x.is_int() && !__builtin_add_overflow(a.as.i, x.raw().as.i, &r)) {
-      acc = Value::integer(r);
-      return {};
-    }
-  }
-  SLUICE_SDK_ASSIGN_OR_RETURN(acc, fn_.call(acc, x));  // `acc` unchanged on failure
-  return {};
 }
 
 Status Aggregate::process(Context ctx, uint32_t /*input*/, Batch batch) {
@@ -147,18 +139,19 @@ Status Aggregate::process(Context ctx, uint32_t /*input*/, Batch batch) {
     if (fresh) {
       // A new key, or one idle past ttl_ms that the sweep has not dropped yet: it starts
       // again. A failed first step leaves no trace of the key.
-      Value acc = has_start_ ? start_ : Value::borrow(x);
-      if (has_start_) {
-        failed = step(acc, x);
-        if (!failed.is_ok()) break;
+      Result<Value> first = reducer_.first(x);
+      if (!first.is_ok()) {
+        failed = first.status();
+        break;
       }
+      Value acc = std::move(first).value();
       if (it == g.end()) {
         it = g.emplace(owned_key(ValueRef(m.key)), Entry{std::move(acc), now}).first;
       } else {
         it->second.acc = std::move(acc);
       }
     } else {
-      failed = step(it->second.acc, x);
+      failed = reducer_.step(it->second.acc, x);
       if (!failed.is_ok()) break;
     }
     it->second.seen_ns = now;
@@ -269,15 +262,11 @@ Status Aggregate::restore(Context ctx, ValueRef state) {
   const int64_t now = ttl_ns_ != 0 ? ctx.now_ns() : 0;
   for (size_t i = 0; i < groups->size(); ++i) {
     const std::string_view name = groups->key_at(i);
-    uint64_t id = 0;
-    for (char c : name) {
-      if (c < '0' || c > '9' || id > (UINT64_MAX - 9) / 10) {
-        bad_state("has a key group that is not a number (\"" + std::string(name) + "\")", state);
-      }
-      id = id * 10 + static_cast<uint64_t>(c - '0');
+    const std::optional<uint64_t> id = parse_key_group(name);
+    if (!id) {
+      bad_state("has a key group that is not a number (\"" + std::string(name) + "\")", state);
     }
-    if (name.empty()) bad_state("has an empty key group name", state);
-    restored[id] = parse_group(name, (*groups)[i], now);
+    restored[*id] = parse_group(name, (*groups)[i], now);
   }
   groups_ = std::move(restored);
   last_group_ = nullptr;

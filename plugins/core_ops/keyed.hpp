@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "keyed_state.hpp"
+
 namespace sluice::core_ops {
 
 /// `key_by`: each message's key replaced by function(value); everything else kept.
@@ -114,30 +116,6 @@ class Aggregate final : public sdk::Operator {
   /// Key group `group` moved away: its keys forgotten.
   sdk::Status drop_group(sdk::Context ctx, uint32_t group) override;
 
-  /// Lookups by a borrowed key (no reference taken per message): hash and equality as the
-  /// host compares values. Deliberately not noexcept: libstdc++ then keeps each node's hash
-  /// (a noexcept hash counts as cheap, and every lookup re-hashed the nodes it walked past,
-  /// a host call each: 17 % of restoring a million keys).
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(sdk::ValueRef v) const { return static_cast<size_t>(sdk::hash(v)); }
-    size_t operator()(const sdk::Value& v) const { return (*this)(v.ref()); }
-  };
-  /// See KeyHash.
-  struct KeyEq {
-    using is_transparent = void;
-    bool operator()(sdk::ValueRef a, sdk::ValueRef b) const noexcept { return sdk::equals(a, b); }
-    bool operator()(const sdk::Value& a, sdk::ValueRef b) const noexcept {
-      return sdk::equals(a.ref(), b);
-    }
-    bool operator()(sdk::ValueRef a, const sdk::Value& b) const noexcept {
-      return sdk::equals(a, b.ref());
-    }
-    bool operator()(const sdk::Value& a, const sdk::Value& b) const noexcept {
-      return sdk::equals(a.ref(), b.ref());
-    }
-  };
-
  private:
   /// One key's state: its accumulated value and when it last got a message (task clock).
   struct Entry {
@@ -145,22 +123,15 @@ class Aggregate final : public sdk::Operator {
     int64_t seen_ns = 0;
   };
   using Group = std::unordered_map<sdk::Value, Entry, KeyHash, KeyEq>;
-  enum class Fast : uint8_t { none, count, sum };  // reducers computed inline on ints
-
   /// The group of `key_group`, created when new (the last one is cached: a batch from a
   /// partitioned source is usually one partition).
   Group& group(uint64_t key_group);
-  /// The next state of `acc` for `x` into `acc`; the reducer's failure otherwise.
-  sdk::Status step(sdk::Value& acc, sdk::ValueRef x);
   /// One group's table of a snapshot ({keys, states[, seen_ns]}); throws on a bad one.
   Group parse_group(std::string_view name, sdk::ValueRef table, int64_t now_ns) const;
   /// Drops the keys idle for ttl_ms at `now_ns`; re-arms the sweep while keys remain.
   sdk::Status sweep(sdk::Context ctx, int64_t now_ns);
 
-  sdk::Function fn_;
-  Fast fast_ = Fast::none;
-  bool has_start_ = false;
-  sdk::Value start_;
+  Reducer reducer_;
   int64_t ttl_ns_ = 0;  // 0: no ttl
   bool sweep_armed_ = false;
   std::unordered_map<uint64_t, Group> groups_;

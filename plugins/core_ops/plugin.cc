@@ -5,6 +5,7 @@
 
 #include "elementwise.hpp"
 #include "event_time.hpp"
+#include "event_window.hpp"
 #include "functions.hpp"
 #include "keyed.hpp"
 #include "map_filter.hpp"
@@ -28,7 +29,7 @@ SLUICE_PLUGIN("core_ops", "0.1.0",
               // keyed operators
               SLUICE_NODE_TYPES(KeyBy, Aggregate),
               // event-time operators
-              SLUICE_NODE_TYPES(EventTime),
+              SLUICE_NODE_TYPES(EventTime, EventWindow),
               // multi-input operators
               SLUICE_NODE_TYPES(Zip, CombineLatest, ZipLatest, Union, Collect),
               // the function library
