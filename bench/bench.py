@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Runs the benchmarks of issue 7 and prints every figure beside its same-run baseline.
 
-    bench/run.sh [--quick | --smoke] [--build-dir DIR] [--only operator,streamz,kafka,memory,checkpoint]
+    bench/run.sh [--quick | --smoke] [--build-dir DIR]
+                 [--only operator,streamz,kafka,memory,checkpoint,window]
 
 1 operator overhead (bench/operator_bench, Google Benchmark) vs a hand-written C++ loop;
 2 the same four pipelines in Python streamz (bench/streamz_bench.py);
@@ -10,6 +11,9 @@
 4 memory under back-pressure (RSS sampled from /proc) and a short valgrind memcheck run.
 5 checkpoint cost: snapshot and restore of 1 M count_by keys, restart to first output
   (bench/checkpoint_bench.py, also runnable alone).
+7 keyed event-time windows (issue 14): tumbling, hopping and session windows over 1 M keyed
+  events (bench/window_bench) vs a hand-written C++ loop, and the same windowing in streamz
+  (bench/streamz_window_bench.py).
 
 --quick is a reduced run (about 3 minutes); --smoke only checks that everything runs (CI).
 Targets are checked and printed (PASS/MISS) but never change the exit status: it is non-zero
@@ -32,15 +36,20 @@ SIZES = {  # mode -> parameters
     "full": dict(n=10_000_000, lines=200_000, sz_n=200_000, sz_lines=20_000, min_time=1.0,
                  words=2_000_000, restore_keys=1_000_000,
                  kafka_msgs=2_000_000, kafka_partitions=64, kafka_reps=3, lat_rate=10_000, lat_s=10,
-                 mem_s=300, valgrind_s=10),
+                 mem_s=300, valgrind_s=10,
+                 window_n=1_000_000, window_keys=10_000, sz_window_n=100_000,
+                 sz_partition_n=20_000),
     "quick": dict(n=1_000_000, lines=20_000, sz_n=50_000, sz_lines=5_000, min_time=0.2,
                   words=1_000_000, restore_keys=1_000_000,
                   kafka_msgs=300_000, kafka_partitions=64, kafka_reps=3, lat_rate=5_000, lat_s=5,
-                  mem_s=10, valgrind_s=5),
+                  mem_s=10, valgrind_s=5,
+                  window_n=1_000_000, window_keys=10_000, sz_window_n=20_000,
+                  sz_partition_n=5_000),
     "smoke": dict(n=100_000, lines=2_000, sz_n=5_000, sz_lines=500, min_time=0.01,
                   words=20_000, restore_keys=10_000,
                   kafka_msgs=20_000, kafka_partitions=8, kafka_reps=1, lat_rate=2_000, lat_s=2,
-                  mem_s=3, valgrind_s=0),
+                  mem_s=3, valgrind_s=0,
+                  window_n=20_000, window_keys=1_000, sz_window_n=2_000, sz_partition_n=1_000),
 }
 TARGETS = {"chain3": 200, "map10": 200, "window10_sum": 200, "wordcount": 30}
 PIPELINES = ["chain3", "map10", "window10_sum", "wordcount"]
@@ -192,6 +201,79 @@ def report_keyed(keyed):
             f"aggregate's restore_group) of {int(assigned['keys']):,} keys: {secs:.3f} s: "
             f"{'PASS' if secs < 1 else 'MISS'} (< 1 s)")
         out.update(assignment_s=secs)
+    return out
+
+
+# --- 7: event-time windows (issue 14) -------------------------------------------------------
+
+# For scale only (not the same query, machine or harness): Flink's published Nexmark
+# throughput per core, as issue 14 quotes it: q5 (a hopping window) about 22 k events/s,
+# q11 (a session window) about 40 k.
+NEXMARK_PER_CORE = {"hopping": ("q5", 22_000), "session": ("q11", 40_000)}
+WINDOW_KINDS = ["tumbling", "hopping", "session"]
+
+
+def window_bench(build, p):
+    exe = os.path.join(build, "bench", "window_bench")
+    if not os.path.exists(exe):
+        raise Skip(f"{exe} not built (configure with -DSLUICE_BUILD_BENCH=ON)")
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        # Exits 1 (CalledProcessError) when sluice and the loop found different windows.
+        subprocess.run([exe, f"--n={p['window_n']}", f"--keys={p['window_keys']}",
+                        f"--benchmark_min_time={p['min_time']}", f"--benchmark_out={out.name}",
+                        "--benchmark_out_format=json", "--benchmark_color=false"],
+                       check=True, timeout=3600)
+        data = json.load(open(out.name))
+    rows = {}
+    for b in data["benchmarks"]:
+        if b.get("error_occurred"):
+            raise RuntimeError(f"{b['name']}: {b.get('error_message')}")
+        side, kind = b["name"].split("/")[:2]
+        rows[(side, kind)] = dict(rate=b["items_per_second"], windows=int(b["windows"]),
+                                  sum=int(b["sum"]))
+    return rows
+
+
+def streamz_window_bench(p):
+    try:
+        return run_json(["/usr/bin/python3", os.path.join(HERE, "streamz_window_bench.py"),
+                         "--n", str(p["sz_window_n"]), "--keys", str(p["window_keys"]),
+                         "--partition-n", str(p["sz_partition_n"])], 3600)
+    except subprocess.CalledProcessError as e:
+        if e.returncode == 77:
+            raise Skip("python3-streamz is not installed") from e
+        raise
+
+
+def report_windows(rows, streamz, p):
+    log(f"\n== 7: keyed event-time windows, {p['window_n']:,} events, {p['window_keys']:,} keys, "
+        f"1 % out of order (CPU time; streamz on the first {p['sz_window_n']:,} events of the "
+        f"same stream) ==")
+    log("tumbling 10 s; hopping 10 s every 1 s (size = 10 x slide); session gap 2 s; "
+        "count per key; event_time max_out_of_orderness_ms = 500")
+    log(f"{'window':9} {'sluice ev/s':>12} {'ns/ev':>7} {'C++ loop':>11} {'loop/sluice':>11} "
+        f"{'streamz':>9} {'sluice/streamz':>14} {'windows':>9}  for scale: Flink Nexmark/core")
+    out = {}
+    for kind in WINDOW_KINDS:
+        s, l = rows.get(("sluice", kind)), rows.get(("loop", kind))
+        if not s or not l:
+            continue
+        z = streamz[kind]["rate"] if streamz else None
+        scale = ""
+        if kind in NEXMARK_PER_CORE:
+            q, rate = NEXMARK_PER_CORE[kind]
+            scale = f"{q} ~{rate // 1000} k/s: sluice {s['rate'] / rate:,.0f}x"
+        out[kind] = dict(sluice=s["rate"], loop=l["rate"], loop_over_sluice=l["rate"] / s["rate"],
+                         streamz=z, sluice_over_streamz=s["rate"] / z if z else None,
+                         windows=s["windows"], sum=s["sum"])
+        log(f"{kind:9} {s['rate']:12.4g} {1e9 / s['rate']:7.0f} {l['rate']:11.4g} "
+            f"{l['rate'] / s['rate']:10.2f}x {z if z else float('nan'):9.4g} "
+            f"{s['rate'] / z if z else float('nan'):13.0f}x {s['windows']:9,}  {scale}")
+    if streamz and "partition10_by_key" in streamz:
+        r = streamz["partition10_by_key"]
+        log(f"streamz's built-in keyed window, partition(10, key=...) -> map(len) (a count "
+            f"window, no event time; {r['elements']:,} events): {r['rate']:.4g} events/s")
+        out["streamz_partition10_by_key"] = r["rate"]
     return out
 
 
@@ -610,7 +692,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--build-dir", default=os.environ.get("SLUICE_BUILD_DIR", "build"))
-    ap.add_argument("--only", default="operator,streamz,kafka,memory,checkpoint")
+    ap.add_argument("--only", default="operator,streamz,kafka,memory,checkpoint,window")
     ap.add_argument("--json", help="also write all figures to this file")
     args = ap.parse_args()
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
@@ -647,6 +729,12 @@ def main():
             attempt("memory", lambda: memory_bench(build, p, tmp))
         if "checkpoint" in only:
             attempt("checkpoint", lambda: checkpoint_bench.checkpoint_bench(build, mode, tmp))
+        if "window" in only:
+            attempt("window", lambda: window_bench(build, p))
+            if "window" in out:
+                attempt("streamz_window", lambda: streamz_window_bench(p))
+                out["window"] = report_windows(out["window"], out.pop("streamz_window", None),
+                                               p)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -265,9 +265,33 @@ class KafkaTestCase(SluiceTestCase):
         else:
             self.kcat(*args, input_bytes=data)
 
+    def produce_timestamped(self, topic, records):
+        """Produces `records`, each (partition, timestamp_ms, key, value) (key None: no key;
+        no newline anywhere, no tab but in the value), in order, with explicit record
+        timestamps, which kcat cannot set: through `sluice_test_broker --produce` (an
+        idempotent librdkafka producer). Returns when every record is delivered."""
+        lines = []
+        for partition, ts, key, value in records:
+            key = "" if key is None else str(key)
+            if "\n" in key + value or "\t" in key:
+                raise ValueError(f"record {(partition, ts, key, value)!r} has a delimiter in it")
+            lines.append(f"{int(partition)}\t{int(ts)}\t{key}\t{value}")
+        if not lines:
+            return
+        try:
+            cp = subprocess.run([TEST_BROKER, "--produce", self.bootstrap, topic],
+                                input=("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, timeout=60, check=False)
+        except subprocess.TimeoutExpired as e:
+            self.fail(f"sluice_test_broker --produce did not finish within 60 s\n{e.stderr!r}")
+        if cp.returncode != 0:
+            self.fail(f"sluice_test_broker --produce failed ({cp.returncode}):\n"
+                      f"{cp.stderr.decode(errors='replace')}")
+
     def consume(self, topic, *kcat_args):
-        """Every record of `topic` now, as dicts {partition, offset, key, value, headers}
-        (headers: a list of (name, value) pairs), in partition then offset order.
+        """Every record of `topic` now, as dicts {partition, offset, key, value, headers,
+        timestamp} (headers: a list of (name, value) pairs; timestamp: the record's, in ms,
+        or None), in partition then offset order.
         `kcat_args` are added to kcat's command line."""
         if self.broker is not None and not self.broker.watermarks(topic):
             return []  # reading a topic that does not exist would make the mock create it
@@ -285,6 +309,7 @@ class KafkaTestCase(SluiceTestCase):
                 "key": env.get("key"),
                 "value": env.get("payload"),
                 "headers": list(zip(hdrs[0::2], hdrs[1::2])),
+                "timestamp": env.get("ts"),
             })
         out.sort(key=lambda r: (r["partition"], r["offset"]))
         return out

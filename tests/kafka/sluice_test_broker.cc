@@ -35,6 +35,14 @@
 // produces each line of stdin as one record to TOPIC [PARTITION] inside one transaction,
 // flushes (the records are in the log), then commits or aborts it; exits 0 on success.
 //
+// A third mode produces records with explicit timestamps (kcat cannot set them), to any
+// cluster, with an idempotent producer:
+//
+//   sluice_test_broker --produce BOOTSTRAP TOPIC
+//
+// reads lines "PARTITION<TAB>TIMESTAMP_MS<TAB>KEY<TAB>VALUE" (an empty KEY: no key) and
+// produces each as one record, in order; exits 0 once every record is delivered.
+//
 // Facts about the mock (librdkafka 2.0.2) that the tests must respect: random loopback
 // ports only; no Admin API (CreateTopics hangs: use `topic`); it auto-creates any topic
 // named in a metadata request; a topic's partition count cannot grow; it keeps at most
@@ -470,13 +478,102 @@ int txn_produce(const std::string& bootstrap, const std::string& topic, int32_t 
   return 0;
 }
 
+// --produce: see the comment at the top of this file.
+int produce_timestamped(const std::string& bootstrap, const std::string& topic) {
+  constexpr int k_flush_timeout_ms = 30000;
+  conf_ptr conf(rd_kafka_conf_new());
+  std::string err = conf_set(conf.get(), "bootstrap.servers", bootstrap);
+  if (err.empty()) err = conf_set(conf.get(), "enable.idempotence", "true");
+  if (err.empty()) err = conf_set(conf.get(), "linger.ms", "5");
+  if (!err.empty()) {
+    std::fprintf(stderr, "sluice_test_broker: %s\n", err.c_str());
+    return 1;
+  }
+  char errstr[512];
+  rk_ptr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr));
+  if (!rk) {
+    std::fprintf(stderr, "sluice_test_broker: rd_kafka_new: %s\n", errstr);
+    return 1;
+  }
+  conf.release();
+  char line[65536];
+  for (long n = 1; std::fgets(line, sizeof line, stdin) != nullptr; ++n) {
+    std::string text(line);
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (text.empty()) continue;
+    // PARTITION, TIMESTAMP_MS, KEY: the first three tab-separated fields; the rest is VALUE.
+    std::string fields[3];
+    size_t pos = 0;
+    bool ok_line = true;
+    for (std::string& f : fields) {
+      const size_t tab = text.find('\t', pos);
+      if (tab == std::string::npos) {
+        ok_line = false;
+        break;
+      }
+      f = text.substr(pos, tab - pos);
+      pos = tab + 1;
+    }
+    const auto partition = ok_line ? parse_long(fields[0]) : std::nullopt;
+    const auto timestamp = ok_line ? parse_long(fields[1]) : std::nullopt;
+    if (!partition || *partition < 0 || !timestamp || *timestamp < 0) {
+      std::fprintf(stderr,
+                   "sluice_test_broker: stdin line %ld: want "
+                   "PARTITION<TAB>TIMESTAMP_MS<TAB>KEY<TAB>VALUE\n",
+                   n);
+      return 2;
+    }
+    const std::string value = text.substr(pos);
+    std::vector<rd_kafka_vu_t> vus(5);
+    vus[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vus[0].u.cstr = topic.c_str();
+    vus[1].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vus[1].u.i32 = static_cast<int32_t>(*partition);
+    vus[2].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+    vus[2].u.i64 = *timestamp;
+    vus[3].vtype = RD_KAFKA_VTYPE_VALUE;
+    vus[3].u.mem.ptr = const_cast<char*>(value.data());  // copied: MSGFLAGS below
+    vus[3].u.mem.size = value.size();
+    vus[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vus[4].u.i = RD_KAFKA_MSG_F_COPY;
+    if (!fields[2].empty()) {
+      rd_kafka_vu_t key{};
+      key.vtype = RD_KAFKA_VTYPE_KEY;
+      key.u.mem.ptr = fields[2].data();
+      key.u.mem.size = fields[2].size();
+      vus.push_back(key);
+    }
+    for (;;) {
+      rd_kafka_error_t* e = rd_kafka_produceva(rk.get(), vus.data(), vus.size());
+      if (e == nullptr) break;
+      const bool full = rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__QUEUE_FULL;
+      if (!full) {
+        std::fprintf(stderr, "sluice_test_broker: produce: %s\n", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return 1;
+      }
+      rd_kafka_error_destroy(e);
+      rd_kafka_poll(rk.get(), 100);  // serve delivery reports, then try again
+    }
+    rd_kafka_poll(rk.get(), 0);
+  }
+  const rd_kafka_resp_err_t e = rd_kafka_flush(rk.get(), k_flush_timeout_ms);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    std::fprintf(stderr, "sluice_test_broker: flush: %s\n", rd_kafka_err2str(e));
+    return 1;
+  }
+  return 0;
+}
+
 void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--brokers N] [--topic NAME:PARTITIONS[:REPLICATION]]...\n"
                "       %s --txn-produce BOOTSTRAP TOPIC PARTITION commit|abort\n"
+               "       %s --produce BOOTSTRAP TOPIC   (stdin: PARTITION TAB TIMESTAMP_MS "
+               "TAB KEY TAB VALUE)\n"
                "Runs librdkafka's mock cluster; prints its bootstrap address, then reads\n"
                "commands on stdin (see the comment at the top of sluice_test_broker.cc).\n",
-               argv0, argv0);
+               argv0, argv0, argv0);
 }
 
 struct topic_spec {
@@ -541,6 +638,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     return txn_produce(argv[2], argv[3], static_cast<int32_t>(*partition), decision == "commit");
+  }
+  if (argc >= 2 && std::string(argv[1]) == "--produce") {
+    if (argc != 4) {
+      usage(argv[0]);
+      return 2;
+    }
+    return produce_timestamped(argv[2], argv[3]);
   }
   int brokers = 1;
   std::vector<topic_spec> topics;
