@@ -9,8 +9,8 @@
 #include "executor/clock.hpp"
 #include "executor/host_api.hpp"
 #include "executor/task.hpp"
-#include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
+#include "support/build_plugins.hpp"
 #include "support/in_process_plugin.hpp"
 #include "value/json.hpp"
 
@@ -104,9 +104,7 @@ class EventTimeTest : public ::testing::Test {
   void SetUp() override {
     g_log.clear();
     g_late.clear();
-    PluginLoader loader(*registry_, host_api_table());
-    const auto file = std::filesystem::path(SLUICE_TEST_PLUGIN_DIR) / "libsluice_core_ops.so";
-    Status loaded = loader.load_file(file);
+    Status loaded = test_support::load_build_plugin(*registry_, "libsluice_core_ops.so");
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
     static sl_node_type stamp = [] {
       sl_node_type t = test_support::bare_node_type(SL_ROLE_OPERATOR, "stamp");

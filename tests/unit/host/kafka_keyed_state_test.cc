@@ -8,8 +8,8 @@
 #include "executor/clock.hpp"
 #include "executor/host_api.hpp"
 #include "executor/task.hpp"
-#include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
+#include "support/build_plugins.hpp"
 #include "support/in_process_plugin.hpp"
 #include "value/json.hpp"
 
@@ -41,9 +41,7 @@ class KafkaKeyedStateTest : public ::testing::Test {
     ASSERT_NE(dlopen("librdkafka.so.1", RTLD_NOW | RTLD_NODELETE), nullptr) << dlerror();
   }
   void SetUp() override {
-    PluginLoader loader(*registry_, host_api_table());
-    const auto file = std::filesystem::path(SLUICE_TEST_PLUGIN_DIR) / "libsluice_kafka.so";
-    Status loaded = loader.load_file(file);
+    Status loaded = test_support::load_build_plugin(*registry_, "libsluice_kafka.so");
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
     static sl_node_type sink = test_support::bare_node_type(SL_ROLE_SINK, "discard");
     sink.process = [](void*, sl_context*, uint32_t, const sl_batch*) -> sl_status { return SL_OK; };

@@ -8,8 +8,8 @@
 #include "executor/clock.hpp"
 #include "executor/host_api.hpp"
 #include "executor/task.hpp"
-#include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
+#include "support/build_plugins.hpp"
 #include "support/in_process_plugin.hpp"
 #include "value/json.hpp"
 
@@ -111,9 +111,7 @@ class KeyedOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_sink.clear();
-    PluginLoader loader(*registry_, host_api_table());
-    const auto file = std::filesystem::path(SLUICE_TEST_PLUGIN_DIR) / "libsluice_core_ops.so";
-    Status loaded = loader.load_file(file);
+    Status loaded = test_support::load_build_plugin(*registry_, "libsluice_core_ops.so");
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
     static sl_node_type grouped = test_support::source_node_type(
         "grouped", k_grouped_params, grouped_create, grouped_destroy, grouped_poll);

@@ -10,8 +10,8 @@
 #include "executor/clock.hpp"
 #include "executor/host_api.hpp"
 #include "executor/task.hpp"
-#include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
+#include "support/build_plugins.hpp"
 #include "support/in_process_plugin.hpp"
 #include "value/json.hpp"
 
@@ -103,9 +103,7 @@ class OperatorChainTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_sink.clear();
-    PluginLoader loader(*registry_, host_api_table());
-    const auto file = std::filesystem::path(SLUICE_TEST_PLUGIN_DIR) / "libsluice_core_ops.so";
-    Status loaded = loader.load_file(file);
+    Status loaded = test_support::load_build_plugin(*registry_, "libsluice_core_ops.so");
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
     static sl_node_type keyed = test_support::source_node_type(
         "keyed", k_keyed_params, keyed_create, keyed_destroy, keyed_poll);

@@ -8,8 +8,8 @@
 #include "executor/host_api.hpp"
 #include "graph/graph_export.hpp"
 #include "pipeline/pipeline_loader.hpp"
-#include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
+#include "support/build_plugins.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -86,8 +86,7 @@ class RepartitionExpansionTest : public ::testing::Test {
   }
 
   static void load_plugin(PluginRegistry& registry, const char* name) {
-    PluginLoader loader(registry, host_api_table());
-    Status loaded = loader.load_file(fs::path(SLUICE_TEST_PLUGIN_DIR) / name);
+    Status loaded = test_support::load_build_plugin(registry, name);
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
   }
 
