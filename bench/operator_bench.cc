@@ -24,16 +24,11 @@
 // emits the partitions p with p % T == i, each message with key_group p + 1 (what from_kafka
 // does with the partitions the consumer group gives each task). Every task runs on its own
 // thread, as PipelineRunner runs them; wall time from the first create to the last task's end.
+#include "bench_engine.hpp"
 #include "checkpoint/format.hpp"
 #include "checkpoint/key_group_index.hpp"
 #include "checkpoint/store.hpp"
-#include "config/config_loader.hpp"
-#include "config/config_validator.hpp"
-#include "executor/clock.hpp"
-#include "executor/host_api.hpp"
 #include "executor/task.hpp"
-#include "registry/plugin_loader.hpp"
-#include "registry/plugin_registry.hpp"
 #include "support/in_process_plugin.hpp"
 
 #include <sys/resource.h>
@@ -254,21 +249,9 @@ const sl_param k_n_param[] = {{sizeof(sl_param), "n", SL_PARAM_INT, SL_PARAM_REQ
 
 using test_support::bare_node_type;
 
-struct Engine {
-  std::shared_ptr<PluginRegistry> registry = std::make_shared<PluginRegistry>();
-  RealClock clock;
-};
-Engine* g_engine = nullptr;
+bench::Engine* g_engine = nullptr;
 
 void load_engine() {
-  g_engine = new Engine;
-  PluginLoader loader(*g_engine->registry, host_api_table());
-  const auto file = std::filesystem::path(SLUICE_BENCH_PLUGIN_DIR) / "libsluice_core_ops.so";
-  Status loaded = loader.load_file(file);
-  if (!loaded.is_ok()) {
-    std::fprintf(stderr, "cannot load %s: %s\n", file.c_str(), loaded.message().c_str());
-    std::exit(2);
-  }
   static sl_node_type ints = test_support::source_node_type("bench_ints", k_n_param, ints_create,
                                                             source_destroy, source_poll);
   static sl_node_type lines = [] {
@@ -300,31 +283,14 @@ void load_engine() {
   }();
   static const sl_node_type* types[] = {&ints, &lines, &sink, &words, &keys};
   static sl_plugin plugin = test_support::in_process_plugin("bench_nodes", types);
+  g_engine = bench::make_engine(plugin);
   if (Status fs = checkpoint::register_builtin_stores(*g_engine->registry); !fs.is_ok()) {
     std::fprintf(stderr, "fs store: %s\n", fs.message().c_str());
     std::exit(2);
   }
-  Status added = g_engine->registry->add_plugin(&plugin, "<bench>", nullptr);
-  if (!added.is_ok()) {
-    std::fprintf(stderr, "bench nodes: %s\n", added.message().c_str());
-    std::exit(2);
-  }
 }
 
-GraphSpec load(const std::string& toml) {
-  auto doc = parse_config_string(toml, "bench.toml");
-  if (!doc.ok()) {
-    std::fprintf(stderr, "bench config does not parse:\n%s\n", toml.c_str());
-    std::exit(2);
-  }
-  auto spec = validate_config(*doc.value, *g_engine->registry);
-  if (!spec.value) {
-    for (const auto& d : spec.diagnostics) std::fprintf(stderr, "%s\n", d.to_string().c_str());
-    std::exit(2);
-  }
-  spec.value->registry = g_engine->registry;  // the functions the operators bind
-  return std::move(*spec.value);
-}
+GraphSpec load(const std::string& toml) { return bench::load_graph(*g_engine, toml, "bench.toml"); }
 
 // One pipeline: the TOML of the operators between `src` and the sink (the last operator's
 // id is "last"), the source type and how many elements it emits.

@@ -22,13 +22,8 @@
 //   window_bench [--n=EVENTS] [--keys=KEYS] [--batch=SIZE] [gbench flags...]
 //
 // bench/streamz_window_bench.py generates the same events (same splitmix64 sequence).
-#include "config/config_loader.hpp"
-#include "config/config_validator.hpp"
-#include "executor/clock.hpp"
-#include "executor/host_api.hpp"
+#include "bench_engine.hpp"
 #include "executor/task.hpp"
-#include "registry/plugin_loader.hpp"
-#include "registry/plugin_registry.hpp"
 #include "support/in_process_plugin.hpp"
 
 #include <benchmark/benchmark.h>
@@ -157,20 +152,9 @@ sl_status sink_process(void*, sl_context*, uint32_t, const sl_batch* batch) {
   return SL_OK;
 }
 
-struct Engine {
-  std::shared_ptr<PluginRegistry> registry = std::make_shared<PluginRegistry>();
-  RealClock clock;
-};
-Engine* g_engine = nullptr;
+bench::Engine* g_engine = nullptr;
 
 void load_engine() {
-  g_engine = new Engine;
-  PluginLoader loader(*g_engine->registry, host_api_table());
-  const auto file = std::filesystem::path(SLUICE_BENCH_PLUGIN_DIR) / "libsluice_core_ops.so";
-  if (Status loaded = loader.load_file(file); !loaded.is_ok()) {
-    std::fprintf(stderr, "cannot load %s: %s\n", file.c_str(), loaded.message().c_str());
-    std::exit(2);
-  }
   static sl_node_type events = [] {
     sl_node_type t = test_support::bare_node_type(SL_ROLE_SOURCE, "bench_events");
     t.create = events_create;
@@ -186,25 +170,11 @@ void load_engine() {
   }();
   static const sl_node_type* types[] = {&events, &sink};
   static sl_plugin plugin = test_support::in_process_plugin("bench_window_nodes", types);
-  if (Status added = g_engine->registry->add_plugin(&plugin, "<bench>", nullptr); !added.is_ok()) {
-    std::fprintf(stderr, "bench nodes: %s\n", added.message().c_str());
-    std::exit(2);
-  }
+  g_engine = bench::make_engine(plugin);
 }
 
 GraphSpec load(const std::string& toml) {
-  auto doc = parse_config_string(toml, "window_bench.toml");
-  if (!doc.ok()) {
-    std::fprintf(stderr, "bench config does not parse:\n%s\n", toml.c_str());
-    std::exit(2);
-  }
-  auto spec = validate_config(*doc.value, *g_engine->registry);
-  if (!spec.value) {
-    for (const auto& d : spec.diagnostics) std::fprintf(stderr, "%s\n", d.to_string().c_str());
-    std::exit(2);
-  }
-  spec.value->registry = g_engine->registry;
-  return std::move(*spec.value);
+  return bench::load_graph(*g_engine, toml, "window_bench.toml");
 }
 
 // The window operator's keys for each kind (the TOML lines of [operators.w]).
