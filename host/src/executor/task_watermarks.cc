@@ -58,14 +58,13 @@ sl_status Task::raise_input_watermark(const Consumer& c, int64_t watermark_ns) {
   const int64_t w = input_watermark(dst);
   if (w <= dst.watermark_in) return SL_OK;
   dst.watermark_in = w;
+  // A sink has no output: it shows its input's watermark (with or without on_watermark).
+  if (dst.role == SL_ROLE_SINK) dst.counters->watermark_ns.store(w, std::memory_order_relaxed);
   if (dst.vt->on_watermark) {
     return invoke(c.node, "on_watermark",
                   [&] { return dst.vt->on_watermark(dst.self, &dst.ctx, w); });
   }
-  if (dst.role == SL_ROLE_SINK) {
-    dst.counters->watermark_ns.store(w, std::memory_order_relaxed);
-    return SL_OK;
-  }
+  if (dst.role == SL_ROLE_SINK) return SL_OK;
   // The end of every input is forwarded when the node's own output ends (end_node), after
   // its finish, which may still emit.
   if (w == SL_WATERMARK_END) return SL_OK;
