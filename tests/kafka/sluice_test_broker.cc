@@ -66,6 +66,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -421,6 +422,19 @@ class test_broker {
   rk_ptr client_;
 };
 
+// A producer from `conf` (taken: librdkafka owns it once rd_kafka_new succeeds), or null after
+// printing why.
+rk_ptr new_producer(conf_ptr conf) {
+  char errstr[512];
+  rk_ptr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr));
+  if (!rk) {
+    std::fprintf(stderr, "sluice_test_broker: rd_kafka_new: %s\n", errstr);
+    return rk;
+  }
+  conf.release();
+  return rk;
+}
+
 // --txn-produce: see the comment at the top of this file.
 int txn_produce(const std::string& bootstrap, const std::string& topic, int32_t partition,
                 bool commit) {
@@ -436,13 +450,8 @@ int txn_produce(const std::string& bootstrap, const std::string& topic, int32_t 
     std::fprintf(stderr, "sluice_test_broker: %s\n", err.c_str());
     return 1;
   }
-  char errstr[512];
-  rk_ptr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr));
-  if (!rk) {
-    std::fprintf(stderr, "sluice_test_broker: rd_kafka_new: %s\n", errstr);
-    return 1;
-  }
-  conf.release();
+  rk_ptr rk = new_producer(std::move(conf));
+  if (!rk) return 1;
   auto check = [](rd_kafka_error_t* e, const char* what) {
     if (e == nullptr) return true;
     std::fprintf(stderr, "sluice_test_broker: %s: %s\n", what, rd_kafka_error_string(e));
@@ -489,13 +498,8 @@ int produce_timestamped(const std::string& bootstrap, const std::string& topic) 
     std::fprintf(stderr, "sluice_test_broker: %s\n", err.c_str());
     return 1;
   }
-  char errstr[512];
-  rk_ptr rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr));
-  if (!rk) {
-    std::fprintf(stderr, "sluice_test_broker: rd_kafka_new: %s\n", errstr);
-    return 1;
-  }
-  conf.release();
+  rk_ptr rk = new_producer(std::move(conf));
+  if (!rk) return 1;
   char line[65536];
   for (long n = 1; std::fgets(line, sizeof line, stdin) != nullptr; ++n) {
     std::string text(line);
