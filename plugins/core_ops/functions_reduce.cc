@@ -46,9 +46,7 @@ size_t sum_int_prefix(const sl_host_api& h, sl_value array, size_t n, int64_t& t
   // One host call for the whole array where the host has array_items (a call per item
   // through value_at was 28 % of sliding_window -> map(sum)).
   const sl_value* run =
-      h.struct_size >= offsetof(sl_host_api, array_items) + sizeof(void*) && h.array_items
-          ? h.array_items(array)
-          : nullptr;
+      SL_HAS_FIELD(&h, sl_host_api, array_items) && h.array_items ? h.array_items(array) : nullptr;
   size_t k = 0;
   for (; k < n; ++k) {
     const sl_value x = run ? run[k] : h.value_at(array, k);
@@ -118,8 +116,7 @@ Result<Value> Sum::call(Args args) {
 
 sdk::Status Sum::call_batch(sdk::Context /*ctx*/, Args in, std::span<Value> out) {
   const sl_host_api& h = sdk::host();
-  const bool has_items =
-      h.struct_size >= offsetof(sl_host_api, array_items) + sizeof(void*) && h.array_items;
+  const bool has_items = SL_HAS_FIELD(&h, sl_host_api, array_items) && h.array_items;
   for (size_t i = 0; i < in.size(); ++i) {
     const sl_value array = in[i].raw();
     if (array.kind == SL_KIND_ARRAY && has_items) {  // arrays of ints: summed here
@@ -219,8 +216,7 @@ Result<Value> CountBy::call(Args args) const {
 Result<std::optional<Value>> CountBy::step(Value& state, ValueRef x) const {
   const sl_host_api& h = sdk::host();
   const bool host_updates_in_place =
-      h.struct_size >= offsetof(sl_host_api, object_put_unique) + sizeof(void*) &&
-      h.object_put_unique != nullptr;
+      SL_HAS_FIELD(&h, sl_host_api, object_put_unique) && h.object_put_unique != nullptr;
   if (host_updates_in_place && state.is_object()) {
     // The key: a string element's own text (borrowed from x), else its string form.
     std::string owned;

@@ -79,8 +79,7 @@ bool TaskLink::transactional(const std::string& key) {
 InitCheckpointInfo checkpoint_info(const sl_node_init& init) {
   InitCheckpointInfo info;
   // A host that fills the fields sets pipeline.data (a zero-initialised struct says nothing).
-  if (init.struct_size >= offsetof(sl_node_init, checkpointing) + sizeof(uint32_t) &&
-      init.pipeline.data != nullptr) {
+  if (SL_HAS_FIELD(&init, sl_node_init, checkpointing) && init.pipeline.data != nullptr) {
     info.pipeline.assign(init.pipeline.data, init.pipeline.size);
     info.known = true;
     info.checkpointing = init.checkpointing != 0;

@@ -88,7 +88,7 @@ void NodeRegistry::post_once(uint64_t id) {
   std::lock_guard lock(registry_mutex());
   auto it = registry().find(id);
   if (it == registry().end() || it->second.post_pending) return;
-  // The argument is the id, which owns nothing (see sl_host_api.post's known gap).
+  // The argument is the id, which owns nothing: a post the host never runs loses nothing.
   if (sdk::host().post(it->second.ctx, &run_posted,
                        reinterpret_cast<void*>(static_cast<uintptr_t>(id))) == SL_OK) {
     it->second.post_pending = true;

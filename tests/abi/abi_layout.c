@@ -150,6 +150,7 @@ static const field_info k_fields[] = {
     FIELD(sl_host_api, key_groups_revoked),
     FIELD(sl_host_api, emit_watermark),
     FIELD(sl_host_api, emit_side),
+    FIELD(sl_host_api, post_owned),
 
     FIELD(sl_node_init, struct_size),
     FIELD(sl_node_init, host),

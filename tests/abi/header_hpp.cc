@@ -40,6 +40,49 @@ static_assert(node_type<Checked>()->validate != nullptr);
 static_assert(node_type<Unchecked>()->validate == nullptr);
 static_assert(node_type<Checked>()->param_count == 2);
 
+// Overriding snapshot and restore makes a type stateful, whether or not k_flags says so
+// (forgetting the flag used to lose the state at every restart).
+class ForgotTheFlag final : public Sink {
+ public:
+  static constexpr const char* k_name = "forgot_the_flag";
+  Status process_one(Context /*ctx*/, uint32_t /*input*/, const sl_message& /*m*/) override {
+    return {};
+  }
+  Result<Value> snapshot(Context /*ctx*/) override { return Value::integer(0); }
+  Status restore(Context /*ctx*/, ValueRef /*state*/) override { return {}; }
+};
+static_assert((node_type<ForgotTheFlag>()->flags & SL_NODE_STATEFUL) != 0);
+static_assert(node_type<ForgotTheFlag>()->snapshot ==
+              &detail::NodeTrampolines<ForgotTheFlag>::snapshot);
+static_assert((node_type<Unchecked>()->flags & SL_NODE_STATEFUL) == 0 &&
+              node_type<Unchecked>()->snapshot == nullptr);
+
+// min_host_minor is the newest minor among what the types declare: nothing (0), a
+// constraint or validate callback (1.2), keyed state (1.4), a side output (1.5).
+class Plain final : public Operator {
+ public:
+  static constexpr const char* k_name = "plain";
+  Status process_one(Context /*ctx*/, uint32_t /*input*/, const sl_message& /*m*/) override {
+    return {};
+  }
+};
+class WithSideOutput final : public Operator {
+ public:
+  static constexpr const char* k_name = "with_side_output";
+  static constexpr std::array k_side_outputs{"late"};
+  Status process_one(Context /*ctx*/, uint32_t /*input*/, const sl_message& /*m*/) override {
+    return {};
+  }
+};
+template <class... Ts>
+constexpr uint32_t min_minor() {
+  return detail::min_host_minor_of<detail::PluginLists<NodeTypeList<Ts...>>>();
+}
+static_assert(min_minor<Plain>() == 0);
+static_assert(min_minor<Plain, ForgotTheFlag>() == 0);
+static_assert(min_minor<Plain, Checked>() == 2);
+static_assert(min_minor<Checked, WithSideOutput, Plain>() == 5);
+
 }  // namespace
 
 int main() {

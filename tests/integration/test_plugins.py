@@ -61,6 +61,11 @@ class RefusedPluginTest(SluiceTestCase):
         # The plugin's own explanation, logged through host->log before it returned NULL.
         self.assertInStderr("the licence file /nonexistent/it.lic is missing", r)
 
+    def test_state_callbacks_without_the_stateful_flag(self):
+        # Its state would never have been saved: refused at load, naming the fix.
+        self.refused("state_flags", "node type 'counting_sink'",
+                     "without the flag SL_NODE_STATEFUL, so its state would never be saved")
+
     def test_good_plugins_still_listed_next_to_a_refused_one(self):
         r = self.sluiced("plugins", "--json", "--plugin-dir", broken("abi_major"))
         self.assertExit(r, EXIT_INVALID)

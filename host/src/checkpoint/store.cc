@@ -86,7 +86,7 @@ Result<std::vector<EpochEntry>> StoreHandle::list() {
     EpochEntry e;
     e.epoch = info->epoch;
     e.committed = info->committed != 0;
-    if (info->struct_size >= offsetof(sl_epoch_info, size) + sizeof(uint64_t)) {
+    if (SL_HAS_FIELD(info, sl_epoch_info, size)) {
       e.time_ns = info->time_ns;
       e.size = info->size;
     }

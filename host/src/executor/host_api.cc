@@ -95,7 +95,11 @@ void api_timer_cancel(sl_context* ctx, uint64_t timer_id) {
   task_of(ctx).timer_cancel(ctx->node, timer_id);
 }
 sl_status api_post(sl_context* ctx, sl_task_fn fn, void* arg) {
-  return task_of(ctx).post(ctx->node, fn, arg);
+  return task_of(ctx).post(ctx->node, fn, arg, nullptr);
+}
+
+sl_status api_post_owned(sl_context* ctx, sl_task_fn fn, void* arg, sl_release_fn release) {
+  return task_of(ctx).post(ctx->node, fn, arg, release);
 }
 void api_wake(sl_context* ctx) { task_of(ctx).wake(ctx->node); }
 void api_set_backpressure(sl_context* ctx, int32_t full) {
@@ -331,6 +335,7 @@ sl_host_api make_table() {
   t.key_groups_revoked = api_key_groups_revoked;
   t.emit_watermark = api_emit_watermark;
   t.emit_side = api_emit_side;
+  t.post_owned = api_post_owned;
   return t;
 }
 

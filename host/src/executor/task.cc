@@ -310,18 +310,36 @@ void Task::timer_cancel(size_t node, uint64_t timer_id) {
   rearm_wakeup();
 }
 
-sl_status Task::post(size_t node, sl_task_fn fn, void* arg) {
+namespace {
+// The argument of an accepted post_owned: released when the last copy of the handler that
+// carries it goes, whether the handler ran fn or was dropped unrun (a failed task, an
+// epoch's held callbacks never replayed, io_context destroyed with the handler queued).
+struct PostedArg {
+  void* arg;
+  sl_release_fn release;
+  PostedArg(void* a, sl_release_fn r) : arg(a), release(r) {}
+  PostedArg(const PostedArg&) = delete;
+  PostedArg& operator=(const PostedArg&) = delete;
+  ~PostedArg() {
+    if (release) release(arg);
+  }
+};
+}  // namespace
+
+sl_status Task::post(size_t node, sl_task_fn fn, void* arg, sl_release_fn release) {
   if (!accepting_posts_) return SL_CANCELLED;
-  boost::asio::post(io_, [this, node, fn, arg] {
+  // Shared, not unique: held callbacks are std::functions, which must be copyable.
+  auto owned = std::make_shared<PostedArg>(arg, release);
+  boost::asio::post(io_, [this, node, fn, owned] {
     if (failure_) return;
     if (epoch_ && nodes_[node].role != SL_ROLE_SINK) {
       // A posted callback may emit (core_ops' buffer drains from one): held, as timers are.
-      epoch_->held_callbacks.emplace_back([this, node, fn, arg] {
-        if (!failure_) fn(&nodes_[node].ctx, arg);
+      epoch_->held_callbacks.emplace_back([this, node, fn, owned] {
+        if (!failure_) fn(&nodes_[node].ctx, owned->arg);
       });
       return;
     }
-    fn(&nodes_[node].ctx, arg);
+    fn(&nodes_[node].ctx, owned->arg);
   });
   return SL_OK;
 }

@@ -272,8 +272,10 @@ class Task final : public EpochParticipant {
   const Clock& clock() const { return *options_.clock; }
   sl_status timer_start(size_t node, uint64_t timer_id, int64_t delay_ns);
   void timer_cancel(size_t node, uint64_t timer_id);
-  sl_status post(size_t node, sl_task_fn fn, void* arg);  // thread-safe
-  void wake(size_t node);                                 // thread-safe
+  // Thread-safe. With `release`, the post owns `arg` once accepted: release(arg) runs
+  // exactly once, after fn or instead of it (sl_host_api.post_owned).
+  sl_status post(size_t node, sl_task_fn fn, void* arg, sl_release_fn release);
+  void wake(size_t node);  // thread-safe
   void set_backpressure(size_t node, bool full);
   void set_input_backpressure(size_t node, uint32_t input, bool full);
   // io_watch / io_unwatch (executor/io_watches.hpp); on_io runs through invoke().

@@ -208,6 +208,37 @@ Result<std::vector<ParamInfo>> read_params(const sl_param* params, uint32_t coun
   return out;
 }
 
+// The state flags and the callbacks that serve them must agree. Each mismatch was a silent
+// loss before: a type with snapshot/restore but no SL_NODE_STATEFUL was never saved, and one
+// with the flag but no snapshot was skipped at every checkpoint.
+Status check_state_callbacks(const sl_node_type& t, const std::string& owner) {
+  const bool stateful = (t.flags & SL_NODE_STATEFUL) != 0;
+  const bool keyed = (t.flags & SL_NODE_KEYED_STATE) != 0;
+  auto refuse = [&](std::string_view why) {
+    return Status(SL_INVALID_ARGUMENT, fmt::format("{} {}", owner, why));
+  };
+  if ((t.snapshot != nullptr) != (t.restore != nullptr)) {
+    return refuse(t.snapshot ? "sets snapshot but not restore: a stateful type needs both"
+                             : "sets restore but not snapshot: a stateful type needs both");
+  }
+  if (stateful && !t.snapshot) {
+    return refuse("has the flag SL_NODE_STATEFUL but no snapshot and restore callbacks");
+  }
+  if (!stateful && t.snapshot) {
+    return refuse(
+        "sets snapshot and restore without the flag SL_NODE_STATEFUL, so its state would "
+        "never be saved: add the flag (the C++ SDK sets it from the overrides)");
+  }
+  if (keyed && !stateful) return refuse("has SL_NODE_KEYED_STATE without SL_NODE_STATEFUL");
+  if (keyed && (!t.restore_group || !t.drop_group)) {
+    return refuse("has SL_NODE_KEYED_STATE but not both restore_group and drop_group");
+  }
+  if (!keyed && (t.restore_group || t.drop_group)) {
+    return refuse("sets restore_group or drop_group without the flag SL_NODE_KEYED_STATE");
+  }
+  return Status::ok();
+}
+
 const ParamInfo* find_in(const std::vector<ParamInfo>& params, std::string_view key) {
   auto it =
       std::find_if(params.begin(), params.end(), [&](const ParamInfo& p) { return p.name == key; });
@@ -332,7 +363,7 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
   const std::string where = file.string();
   if (!descriptor)
     return Status(SL_INVALID_ARGUMENT, fmt::format("{}: entry point returned NULL", where));
-  if (descriptor->struct_size < offsetof(sl_plugin, function_count) + sizeof(uint32_t)) {
+  if (!SL_HAS_FIELD(descriptor, sl_plugin, function_count)) {
     return Status(SL_INVALID_ARGUMENT, fmt::format("{}: sl_plugin.struct_size {} is too small",
                                                    where, descriptor->struct_size));
   }
@@ -399,6 +430,7 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
       return Status(SL_INVALID_ARGUMENT, fmt::format("{} declares invalid input counts {}..{}",
                                                      owner, t.min_inputs, t.max_inputs));
     }
+    SLUICE_RETURN_IF_ERROR(check_state_callbacks(t, owner));
     if (!names_here.insert(t.name).second) {
       return Status(SL_ALREADY_EXISTS, fmt::format("{} is declared twice in the plugin", owner));
     }
@@ -472,7 +504,7 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
 
   // ABI 1.1: checkpoint stores, read only when the descriptor is large enough.
   std::vector<std::unique_ptr<StoreInfo>> stores;
-  if (descriptor->struct_size >= offsetof(sl_plugin, store_count) + sizeof(uint32_t)) {
+  if (SL_HAS_FIELD(descriptor, sl_plugin, store_count)) {
     std::set<std::string, std::less<>> store_names_here;
     for (uint32_t i = 0; i < d.store_count; ++i) {
       const sl_checkpoint_store* raw = d.stores ? d.stores[i] : nullptr;

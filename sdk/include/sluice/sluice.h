@@ -44,7 +44,7 @@ extern "C" {
 /** ABI major version: a plugin built for another major is refused. */
 #define SL_ABI_MAJOR 1
 /** ABI minor version: grows when fields or functions are appended.
- *  1.1: checkpoints, io watches, operator chaining, gauges (see "ABI 1.1" marks).
+ *  1.1: checkpoints, io watches, operator chaining, gauges (see "Since 1.1").
  *  1.2: value constraints on parameters (sl_param.min_int ...) and the optional
  *       validate callbacks of node types and functions (see "Since 1.2").
  *  1.3: sl_message.key_group and sl_node_type.map_keys (see "Since 1.3").
@@ -53,8 +53,23 @@ extern "C" {
  *       and key_groups_revoked (see "Since 1.4").
  *  1.5: event time: watermarks (sl_host_api.emit_watermark, sl_node_type.
  *       on_watermark, SL_NODE_WATERMARKS) and side outputs (sl_node_type.
- *       side_outputs, sl_host_api.emit_side) (see "Since 1.5"). */
-#define SL_ABI_MINOR 5
+ *       side_outputs, sl_host_api.emit_side) (see "Since 1.5").
+ *  1.6: sl_host_api.post_owned (a post whose argument the host releases when
+ *       the callback never runs), SL_HAS_FIELD (see "Since 1.6").
+ *  A plugin built against an older header loads in a newer host of the same
+ *  major; one built against a newer header sets sl_plugin.min_host_minor to
+ *  the oldest minor whose additions it needs (older hosts then refuse it). */
+#define SL_ABI_MINOR 6
+
+/** Since 1.6 (the macro only; it works on every struct of every minor). True
+ *  when `ptr`, a pointer to a struct of type `type` handed over by the other
+ *  side, is large enough to hold `field`: the struct_size it carries covers
+ *  the field. Check it before reading a field appended after the ABI minor
+ *  the other side may have been built with, e.g.
+ *    if (SL_HAS_FIELD(host, sl_host_api, emit_side) && host->emit_side) ...
+ *  A field it does not cover is absent: read it as 0 or NULL. */
+#define SL_HAS_FIELD(ptr, type, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
 
 /** Name of the single symbol every plugin exports (see sl_plugin_entry_fn). */
 #define SL_PLUGIN_ENTRY_SYMBOL "sluice_plugin_v1"
@@ -331,7 +346,8 @@ typedef struct sl_bound_function sl_bound_function;
 /** A callback run on a task's executor by sl_host_api.post. */
 typedef void (*sl_task_fn)(sl_context* ctx, void* arg);
 
-/** A host's release callback for a wrapped foreign buffer (bytes_wrap). */
+/** A release callback: frees `private_data`. For a wrapped foreign buffer
+ *  (bytes_wrap) and, Since 1.6, for the argument of post_owned. */
 typedef void (*sl_release_fn)(void* private_data);
 
 /** The host's services, handed to the plugin's entry point. The table lives
@@ -431,9 +447,10 @@ typedef struct sl_host_api {
 
   /** Run fn(ctx, arg) on the node's executor soon. Thread-safe. Returns
    *  SL_CANCELLED (fn will not run) once the task is stopping; the caller then
-   *  still owns `arg`. Known gap (ABI 1.0): a post accepted just before the
-   *  task stops may never run, so `arg` must not own resources that only fn
-   *  frees; a release callback for that case is planned as an appended field. */
+   *  still owns `arg`. A post accepted just before the task stops (or fails,
+   *  or while a checkpoint holds the node's callbacks) may never run, and
+   *  nothing tells the caller: `arg` must not own resources that only fn
+   *  frees. Use post_owned (Since 1.6) for an `arg` that owns memory. */
   sl_status (*post)(sl_context* ctx, sl_task_fn fn, void* arg);
   /** Tell the host that an idle source has data: it will be polled again.
    *  Thread-safe. */
@@ -474,7 +491,7 @@ typedef struct sl_host_api {
   /** The node's id in the config (e.g. "words"). Borrowed; valid as ctx. */
   sl_str (*node_id)(sl_context* ctx);
 
-  /* -- ABI 1.1 ------------------------------------------------------------ */
+  /* -- Since 1.1 ---------------------------------------------------------- */
 
   /** Back-pressure on one input of a multi-input node (a zip whose buffer for
    *  input `input_index` is full): while set, the host stops polling the
@@ -494,7 +511,7 @@ typedef struct sl_host_api {
   /** Stop waiting for watch `watch_id` (no-op when not armed). */
   void (*io_unwatch)(sl_context* ctx, uint64_t watch_id);
 
-  /* -- checkpoints (ABI 1.1; docs/CHECKPOINTING.md) ------------------------ */
+  /* -- checkpoints (Since 1.1; docs/CHECKPOINTING.md) ---------------------- */
 
   /** A sink answers sl_node_type.checkpoint_prepare(epoch): `status` SL_OK
    *  says everything the sink received before that prepare call is durable
@@ -506,7 +523,7 @@ typedef struct sl_host_api {
    *  epoch that is not being prepared is ignored with a warning. */
   void (*checkpoint_ready)(sl_context* ctx, uint64_t epoch, sl_status status);
 
-  /* -- values: copy-on-write fast path (ABI 1.1) --------------------------- */
+  /* -- values: copy-on-write fast path (Since 1.1) ------------------------- */
 
   /** Set the value of entry `index` (insertion order, as object_key_at) of
    *  object `obj` IN PLACE, when the caller holds the only reference to `obj`
@@ -519,7 +536,7 @@ typedef struct sl_host_api {
    *  Executor thread of the reference's holder. */
   int32_t (*object_set_unique)(sl_value obj, size_t index, sl_value value);
 
-  /* -- plugin-reported gauges (ABI 1.1) ------------------------------------ */
+  /* -- plugin-reported gauges (Since 1.1) ---------------------------------- */
 
   /** Set a gauge of the node, shown on the admin endpoint's /metrics as
    *  `sluice_node_<name>{pipeline="P",node="ID",type="T",<labels>} value`
@@ -536,7 +553,7 @@ typedef struct sl_host_api {
   void (*gauge_set)(sl_context* ctx, const char* name, size_t name_len, const char* labels,
                     size_t labels_len, double value);
 
-  /* -- values: copy-on-write fast path, continued (ABI 1.1) ---------------- */
+  /* -- values: copy-on-write fast path, continued (Since 1.1) -------------- */
 
   /** Set `key` (copied) to `value` in the object `*obj` IN PLACE, adding the
    *  key after the last entry when absent, when the caller holds the only
@@ -552,7 +569,7 @@ typedef struct sl_host_api {
    *  the reference's holder. */
   int32_t (*object_put_unique)(sl_value* obj, const char* key, size_t key_size, sl_value value);
 
-  /* -- values: reading without a call per item (ABI 1.1) ------------------- */
+  /* -- values: reading without a call per item (Since 1.1) ----------------- */
 
   /** The items of array `v` as one contiguous, read-only run of
    *  value_size(v) values. Borrowed: valid while `v` is. NULL when `v` is not
@@ -603,6 +620,18 @@ typedef struct sl_host_api {
    *  Borrows `messages`. Executor thread only. */
   sl_status (*emit_side)(sl_context* ctx, uint32_t output, const sl_message* messages,
                          size_t count);
+
+  /* -- other threads, owned arguments (Since 1.6) --------------------------- */
+
+  /** Since 1.6. As post, but the host takes ownership of `arg` when it
+   *  returns SL_OK: it calls release(arg) exactly once, after fn(ctx, arg)
+   *  returned, or instead of fn when fn will never run (the task stopped or
+   *  failed first, or it shut down with the post still queued). release may
+   *  run on any thread, also after the node's destroy: it must free `arg` and
+   *  touch nothing else of the node. `release` may be NULL (then this is post).
+   *  On any other status (SL_CANCELLED once the task is stopping) fn and
+   *  release are not called and the caller still owns `arg`. Thread-safe. */
+  sl_status (*post_owned)(sl_context* ctx, sl_task_fn fn, void* arg, sl_release_fn release);
 } sl_host_api;
 
 /** io_watch events. */
@@ -619,7 +648,11 @@ typedef struct sl_host_api {
 #define SL_ROLE_SINK 3
 
 /** Flags on a node type (sl_node_type.flags). */
-#define SL_NODE_STATEFUL 1u /**< Has state the checkpoint must capture (snapshot/restore). */
+/** Has state the checkpoint must capture: snapshot and restore are set. The
+ *  host refuses a node type whose flags and callbacks disagree (the flag
+ *  without both callbacks, or snapshot or restore without the flag, whose
+ *  state would never be saved). */
+#define SL_NODE_STATEFUL 1u
 /** Since 1.4. With SL_NODE_STATEFUL: the state is kept per key group
  *  (sl_message.key_group), so that a group can move alone with its partition.
  *  snapshot returns an object whose member "groups" is an object mapping each
@@ -655,11 +688,11 @@ typedef struct sl_node_init {
   uint32_t input_count;    /**< Number of inputs wired to the node. */
   uint32_t task_index;     /**< Which task (0..task_count-1) runs this instance. */
   uint32_t task_count;     /**< Number of parallel instances of the graph. */
-  /* ABI 1.1 (check struct_size before reading): */
+  /* Since 1.1 (check struct_size before reading): */
   const sl_str* input_ids; /**< input_count ids of the inputs, in config order (e.g.
                                 "clicks", or "parse.dead_letter" for an error
                                 output). Borrowed; valid until destroy. */
-  /* ABI 1.1, checkpoints (check struct_size before reading; appended for the
+  /* Since 1.1, checkpoints (check struct_size before reading; appended for the
    * Kafka plugin, which must know from the start whether it may commit
    * offsets on its own and needs a stable transactional.id): */
   sl_str pipeline;        /**< The pipeline's name (config `name`). Borrowed; valid
@@ -713,9 +746,14 @@ typedef struct sl_node_type {
   int32_t min_inputs; /**< Operators/sinks: at least this many inputs (>= 1). */
   int32_t max_inputs; /**< Or SL_INPUTS_UNLIMITED. */
 
-  /** Required. Make an instance; *out_self is passed to every later callback. */
+  /** Required. Make an instance; *out_self is passed to every later callback.
+   *  On failure (any status but SL_OK, after set_error) create must itself
+   *  free whatever it allocated: the host ignores *out_self and never calls
+   *  destroy for an instance whose create failed. */
   sl_status (*create)(const sl_node_init* init, void** out_self);
-  /** Required. Free the instance. Called once, also after a failed start. */
+  /** Required. Free the instance. Called exactly once for every successful
+   *  create, also after a failed start or a failed callback, and never for a
+   *  failed create. */
   void (*destroy)(void* self);
 
   /** Optional. Called once before the first delivery/poll, on the executor.
@@ -747,11 +785,11 @@ typedef struct sl_node_type {
    *  Called after create and before start. */
   sl_status (*restore)(void* self, sl_context* ctx, sl_value state);
 
-  /* ABI 1.1 */
+  /* Since 1.1 */
   /** Optional. A descriptor armed with io_watch is ready (`ready`: SL_IO_*). */
   sl_status (*on_io)(void* self, sl_context* ctx, uint64_t watch_id, uint32_t ready);
 
-  /* ABI 1.1: checkpoints (the epoch protocol of docs/CHECKPOINTING.md). An epoch
+  /* Since 1.1: checkpoints (the epoch protocol of docs/CHECKPOINTING.md). An epoch
    * runs on each task between two source polls: sources are paused, every
    * live sink is asked to prepare, the host waits for all their answers (the
    * timers, io readiness and posts of non-sink nodes are held meanwhile and
@@ -792,7 +830,7 @@ typedef struct sl_node_type {
   sl_status (*checkpoint_recover)(void* self, sl_context* ctx, uint64_t epoch, sl_value state,
                                   int32_t* out_committed);
 
-  /* ABI 1.1: operator chaining. A run of single-input operators that each have
+  /* Since 1.1: operator chaining. A run of single-input operators that each have
    * one of these two callbacks, each feeding only the next, is run by the host
    * over bare values: no message batch between them. The host carries each
    * message's key, headers and event time itself and counts messages in and
@@ -869,7 +907,7 @@ typedef struct sl_node_type {
 } sl_node_type;
 
 /* ------------------------------------------------------------------------ */
-/* Checkpoint stores (ABI 1.1)                                              */
+/* Checkpoint stores (Since 1.1)                                            */
 /* ------------------------------------------------------------------------ */
 
 /** What the host hands to sl_checkpoint_store.open. Borrowed for the call. */
@@ -908,7 +946,8 @@ typedef struct sl_checkpoint_store {
   const sl_param* params; /**< Store options, keys of the [checkpoint] table. */
   uint32_t param_count;
 
-  /** Required. Open (create if needed) the store of this pipeline. */
+  /** Required. Open (create if needed) the store of this pipeline. A failing
+   *  open frees what it allocated: close is not called for it. */
   sl_status (*open)(const sl_store_init* init, void** out_self);
   /** Required. Close; `self` is not used again. */
   void (*close)(void* self);
@@ -957,7 +996,9 @@ typedef struct sl_function_def {
   /** Optional. Prepare per-binding state from args; *out_self is passed to call.
    *  Without bind, call receives NULL. */
   sl_status (*bind)(const sl_function_init* init, void** out_self);
-  /** Optional. Free what bind made. */
+  /** Optional. Free what bind made. As with create and destroy: called once
+   *  for every successful bind and never after a failed one (a failing bind
+   *  frees what it allocated). */
   void (*unbind)(void* self);
   /** Required. Compute *out (owned by the caller) from `argc` borrowed
    *  arguments. Reducers receive (state, element). */
@@ -994,7 +1035,7 @@ typedef struct sl_plugin {
   uint32_t node_type_count;
   const sl_function_def* const* functions;
   uint32_t function_count;
-  /* ABI 1.1 (the host reads these only when struct_size covers them): */
+  /* Since 1.1 (the host reads these only when struct_size covers them): */
   const sl_checkpoint_store* const* stores; /**< Checkpoint stores (see sl_checkpoint_store). */
   uint32_t store_count;
 } sl_plugin;

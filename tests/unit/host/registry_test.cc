@@ -217,5 +217,77 @@ TEST(Registry, RefusesAnOperatorWithoutProcess) {
             std::string::npos);
 }
 
+sl_status noop_snapshot(void*, sl_context*, sl_value* out) {
+  *out = sl_null();
+  return SL_OK;
+}
+sl_status noop_restore(void*, sl_context*, sl_value) { return SL_OK; }
+sl_status noop_restore_group(void*, sl_context*, uint32_t, sl_value) { return SL_OK; }
+sl_status noop_drop_group(void*, sl_context*, uint32_t) { return SL_OK; }
+
+// Each way the state flags and callbacks of a type can disagree: all were silent state loss
+// (snapshot without the flag was never called; the flag without snapshot was skipped).
+TEST(Registry, RefusesStateFlagsThatDisagreeWithTheCallbacks) {
+  struct Case {
+    const char* what;
+    uint32_t flags;
+    bool snapshot, restore, groups;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"callbacks without the flag", 0, true, true, false,
+       "sets snapshot and restore without the flag SL_NODE_STATEFUL, so its state would never "
+       "be saved"},
+      {"the flag without callbacks", SL_NODE_STATEFUL, false, false, false,
+       "has the flag SL_NODE_STATEFUL but no snapshot and restore callbacks"},
+      {"snapshot alone", SL_NODE_STATEFUL, true, false, false,
+       "sets snapshot but not restore: a stateful type needs both"},
+      {"restore alone", SL_NODE_STATEFUL, false, true, false,
+       "sets restore but not snapshot: a stateful type needs both"},
+      {"keyed without stateful", SL_NODE_KEYED_STATE, false, false, true,
+       "has SL_NODE_KEYED_STATE without SL_NODE_STATEFUL"},
+      {"keyed without group callbacks", SL_NODE_STATEFUL | SL_NODE_KEYED_STATE, true, true, false,
+       "has SL_NODE_KEYED_STATE but not both restore_group and drop_group"},
+      {"group callbacks without keyed", SL_NODE_STATEFUL, true, true, true,
+       "sets restore_group or drop_group without the flag SL_NODE_KEYED_STATE"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    sl_node_type op = make_operator("stateful_op");
+    op.flags = c.flags;
+    if (c.snapshot) op.snapshot = noop_snapshot;
+    if (c.restore) op.restore = noop_restore;
+    if (c.groups) {
+      op.restore_group = noop_restore_group;
+      op.drop_group = noop_drop_group;
+    }
+    const sl_node_type* types[] = {&op};
+    sl_plugin p = make_plugin("p", types, 1);
+    PluginRegistry registry;
+    Status s = registry.add_plugin(&p, "/x/libp.so", nullptr);
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("node type 'stateful_op' " + std::string(c.message)),
+              std::string::npos)
+        << s.message();
+    EXPECT_EQ(registry.find_node_type("stateful_op"), nullptr);
+  }
+  // And the agreeing forms load.
+  sl_node_type plain = make_operator("plain_op");
+  sl_node_type stateful = make_operator("stateful_op");
+  stateful.flags = SL_NODE_STATEFUL;
+  stateful.snapshot = noop_snapshot;
+  stateful.restore = noop_restore;
+  sl_node_type keyed = make_operator("keyed_op");
+  keyed.flags = SL_NODE_STATEFUL | SL_NODE_KEYED_STATE;
+  keyed.snapshot = noop_snapshot;
+  keyed.restore = noop_restore;
+  keyed.restore_group = noop_restore_group;
+  keyed.drop_group = noop_drop_group;
+  const sl_node_type* types[] = {&plain, &stateful, &keyed};
+  sl_plugin p = make_plugin("p", types, 3);
+  PluginRegistry registry;
+  EXPECT_TRUE(registry.add_plugin(&p, "/x/libp.so", nullptr).is_ok());
+}
+
 }  // namespace
 }  // namespace sluice::host

@@ -141,15 +141,23 @@ class Context {
   /// run, the caller still owns `arg`) once the task is stopping.
   Status post(sl_task_fn fn, void* arg) const noexcept { return wrap(host().post(ctx_, fn, arg)); }
   /// Runs `fn(Context)` on the node's executor soon; `fn` is moved to the heap and freed
-  /// after it ran (or at once when the task is stopping: CANCELLED). Thread-safe. An
-  /// exception from `fn`, or a failed Status it returns, is logged (a posted task cannot fail
-  /// the node; post the outcome and fail from the next callback instead).
+  /// after it ran, or when the host drops the post unrun (the task failed or stopped first),
+  /// or at once when the task is stopping (CANCELLED). Thread-safe. An exception from `fn`,
+  /// or a failed Status it returns, is logged (a posted task cannot fail the node; post the
+  /// outcome and fail from the next callback instead). On a host before ABI 1.6, which has
+  /// no post_owned, a post accepted but never run leaks `fn`.
   template <class F>
   Status post(F&& fn) const {
     using Fn = std::decay_t<F>;
     auto owned = std::make_unique<Fn>(std::forward<F>(fn));
-    Status st = post(&run_posted<Fn>, owned.get());
-    if (st.is_ok()) static_cast<void>(owned.release());  // run_posted frees it
+    const sl_host_api& h = host();
+    Status st;
+    if (SL_HAS_FIELD(&h, sl_host_api, post_owned) && h.post_owned != nullptr) {
+      st = wrap(h.post_owned(ctx_, &call_posted<Fn>, owned.get(), &delete_posted<Fn>));
+    } else {
+      st = post(&run_posted<Fn>, owned.get());
+    }
+    if (st.is_ok()) static_cast<void>(owned.release());  // the host or run_posted frees it
     return st;
   }
   /// Asks the host to poll this idle source again. Thread-safe.
@@ -162,7 +170,7 @@ class Context {
   /// call, every source is paused instead (set_backpressure).
   void set_input_backpressure(uint32_t input, bool full) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size >= offsetof(sl_host_api, set_input_backpressure) + sizeof(void*) &&
+    if (SL_HAS_FIELD(&h, sl_host_api, set_input_backpressure) &&
         h.set_input_backpressure != nullptr) {
       h.set_input_backpressure(ctx_, input, full ? 1 : 0);
     } else {
@@ -176,7 +184,7 @@ class Context {
   /// older than ABI 1.1 (set min_host_minor = 1 to be refused by such hosts instead).
   Status io_watch(int fd, uint32_t events, uint64_t id) const {
     const sl_host_api& h = host();
-    if (h.struct_size < offsetof(sl_host_api, io_watch) + sizeof(void*) || h.io_watch == nullptr) {
+    if (!SL_HAS_FIELD(&h, sl_host_api, io_watch) || h.io_watch == nullptr) {
       return unimplemented("the host has no io_watch (needs ABI 1.1)");
     }
     return wrap(h.io_watch(ctx_, fd, events, id));
@@ -184,8 +192,7 @@ class Context {
   /// Stops waiting for watch `id` (no-op when not armed, or on a host without io_watch).
   void io_unwatch(uint64_t id) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size >= offsetof(sl_host_api, io_unwatch) + sizeof(void*) &&
-        h.io_unwatch != nullptr) {
+    if (SL_HAS_FIELD(&h, sl_host_api, io_unwatch) && h.io_unwatch != nullptr) {
       h.io_unwatch(ctx_, id);
     }
   }
@@ -196,8 +203,7 @@ class Context {
   /// per second, not per element. A no-op on a host without the call (before ABI 1.1 gauges).
   void gauge_set(std::string_view name, std::string_view labels, double value) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size >= offsetof(sl_host_api, gauge_set) + sizeof(void*) &&
-        h.gauge_set != nullptr) {
+    if (SL_HAS_FIELD(&h, sl_host_api, gauge_set) && h.gauge_set != nullptr) {
       h.gauge_set(ctx_, name.data(), name.size(), labels.data(), labels.size(), value);
     }
   }
@@ -224,8 +230,7 @@ class Context {
   /// prepare, so there is nothing to answer: the call is then a no-op.
   void checkpoint_ready(uint64_t epoch, const Status& status = {}) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size < offsetof(sl_host_api, checkpoint_ready) + sizeof(void*) ||
-        h.checkpoint_ready == nullptr) {
+    if (!SL_HAS_FIELD(&h, sl_host_api, checkpoint_ready) || h.checkpoint_ready == nullptr) {
       return;
     }
     if (!status.is_ok()) {
@@ -241,8 +246,7 @@ class Context {
   /// return it. Task thread only. On a host before 1.4: OK, and nothing moves.
   Status key_groups_assigned(std::span<const uint32_t> groups) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size < offsetof(sl_host_api, key_groups_assigned) + sizeof(void*) ||
-        h.key_groups_assigned == nullptr) {
+    if (!SL_HAS_FIELD(&h, sl_host_api, key_groups_assigned) || h.key_groups_assigned == nullptr) {
       return {};
     }
     return wrap(h.key_groups_assigned(ctx_, groups.data(), groups.size()));
@@ -251,8 +255,7 @@ class Context {
   /// every keyed node drops them. Task thread only. On a host before 1.4: OK, no effect.
   Status key_groups_revoked(std::span<const uint32_t> groups) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size < offsetof(sl_host_api, key_groups_revoked) + sizeof(void*) ||
-        h.key_groups_revoked == nullptr) {
+    if (!SL_HAS_FIELD(&h, sl_host_api, key_groups_revoked) || h.key_groups_revoked == nullptr) {
       return {};
     }
     return wrap(h.key_groups_revoked(ctx_, groups.data(), groups.size()));
@@ -263,8 +266,7 @@ class Context {
   /// reported. Executor thread only. On a host before 1.5: OK, and nothing happens.
   Status emit_watermark(int64_t watermark_ns) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size < offsetof(sl_host_api, emit_watermark) + sizeof(void*) ||
-        h.emit_watermark == nullptr) {
+    if (!SL_HAS_FIELD(&h, sl_host_api, emit_watermark) || h.emit_watermark == nullptr) {
       return {};
     }
     return wrap(h.emit_watermark(ctx_, watermark_ns));
@@ -274,8 +276,7 @@ class Context {
   /// before 1.5: UNIMPLEMENTED (such a host knows no side outputs: no node can read one).
   Status emit_side(uint32_t output, std::span<const sl_message> messages) const noexcept {
     const sl_host_api& h = host();
-    if (h.struct_size < offsetof(sl_host_api, emit_side) + sizeof(void*) ||
-        h.emit_side == nullptr) {
+    if (!SL_HAS_FIELD(&h, sl_host_api, emit_side) || h.emit_side == nullptr) {
       return unimplemented("the host has no side outputs (ABI before 1.5)");
     }
     return wrap(h.emit_side(ctx_, output, messages.data(), messages.size()));
@@ -304,17 +305,28 @@ class Context {
   static Status wrap(sl_status st) noexcept {
     return st == SL_OK ? Status() : Status::reported(st);
   }
+  // A posted closure: call_posted runs it; delete_posted (post_owned's release) frees it;
+  // run_posted (plain post, before ABI 1.6) does both.
   template <class Fn>
-  static void run_posted(sl_context* ctx, void* arg) noexcept {
-    std::unique_ptr<Fn> fn(static_cast<Fn*>(arg));
+  static void call_posted(sl_context* ctx, void* arg) noexcept {
+    Fn& fn = *static_cast<Fn*>(arg);
     detail::guard_void(ctx, "posted task", [&] {
       if constexpr (std::is_same_v<std::invoke_result_t<Fn&, Context>, Status>) {
-        Status st = (*fn)(Context(ctx));
+        Status st = fn(Context(ctx));
         if (!st.is_ok()) throw Error(std::move(st));
       } else {
-        (*fn)(Context(ctx));
+        fn(Context(ctx));
       }
     });
+  }
+  template <class Fn>
+  static void delete_posted(void* arg) noexcept {
+    delete static_cast<Fn*>(arg);
+  }
+  template <class Fn>
+  static void run_posted(sl_context* ctx, void* arg) noexcept {
+    call_posted<Fn>(ctx, arg);
+    delete_posted<Fn>(arg);
   }
 
   sl_context* ctx_;
@@ -420,14 +432,12 @@ class Config {
       : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {
     input_count_ = init.input_count;
     task_count_ = init.task_count;
-    if (init.struct_size >= offsetof(sl_node_init, input_ids) + sizeof(void*) &&
-        init.input_ids != nullptr) {
+    if (SL_HAS_FIELD(&init, sl_node_init, input_ids) && init.input_ids != nullptr) {
       for (uint32_t i = 0; i < init.input_count; ++i) {
         input_ids_.emplace_back(init.input_ids[i].data, init.input_ids[i].size);
       }
     }
-    if (init.struct_size >= offsetof(sl_node_init, checkpointing) + sizeof(uint32_t) &&
-        init.pipeline.data != nullptr) {
+    if (SL_HAS_FIELD(&init, sl_node_init, checkpointing) && init.pipeline.data != nullptr) {
       pipeline_.assign(init.pipeline.data, init.pipeline.size);
       checkpointing_ = init.checkpointing != 0;
     }

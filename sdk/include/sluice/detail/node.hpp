@@ -129,8 +129,9 @@ class Node {
   /// The task is stopping (signal or error): release external resources promptly; emit is
   /// no longer possible. Cannot fail; exceptions are logged.
   virtual void stop(Context /*ctx*/) {}
-  /// Stateful types (k_flags has SL_NODE_STATEFUL): the state, or a source's position, as a
-  /// value the host stores in the checkpoint.
+  /// Stateful types (overriding snapshot and restore makes a type stateful: the SDK sets
+  /// SL_NODE_STATEFUL): the state, or a source's position, as a value the host stores in
+  /// the checkpoint.
   virtual Result<Value> snapshot(Context /*ctx*/) {
     return unimplemented("snapshot is not implemented");
   }
@@ -491,7 +492,14 @@ constexpr sl_node_type make_node_type() noexcept {
   static_assert(
       requires { T::k_name; }, "a node type declares `static constexpr const char* k_name`");
   using Tr = NodeTrampolines<T>;
-  constexpr bool stateful = (flags_of<T>() & SL_NODE_STATEFUL) != 0;
+  // Stateful is what the overrides say, whatever k_flags says: a type that overrides
+  // snapshot and restore but forgot the flag lost its state at every restart before.
+  constexpr bool saves = SLUICE_SDK_OVERRIDES(T, Node, snapshot);
+  constexpr bool restores = SLUICE_SDK_OVERRIDES(T, Node, restore);
+  static_assert(saves == restores, "a stateful node type overrides both snapshot and restore");
+  static_assert(saves || (flags_of<T>() & SL_NODE_STATEFUL) == 0,
+                "k_flags has SL_NODE_STATEFUL: override snapshot and restore");
+  constexpr bool stateful = saves;
   sl_node_type t{};
   t.struct_size = sizeof(sl_node_type);
   t.role = T::k_role;
@@ -499,7 +507,7 @@ constexpr sl_node_type make_node_type() noexcept {
   t.doc = doc_of<T>();
   t.params = params_of<T>();
   t.param_count = param_count_of<T>();
-  t.flags = flags_of<T>();
+  t.flags = flags_of<T>() | (stateful ? SL_NODE_STATEFUL : 0u);
   t.min_inputs = T::k_min_inputs;
   t.max_inputs = T::k_max_inputs;
   t.create = &Tr::create;
@@ -583,8 +591,10 @@ inline constexpr sl_node_type k_node_type = make_node_type<T>();
 /// T derives from Source, Operator or Sink (best marked `final`) and declares beside its code:
 ///  - `static constexpr const char* k_name` (the `type` in config) and `k_doc`;
 ///  - optionally `static constexpr std::array k_params{param(...), required(...)}`;
-///  - optionally `static constexpr uint32_t k_flags` (SL_NODE_STATEFUL: snapshot/restore
-///    are wired), `k_min_inputs` / `k_max_inputs` (defaults: 1/1; sources 0/0);
+///  - optionally `static constexpr uint32_t k_flags` (SL_NODE_KEYED_STATE,
+///    SL_NODE_WATERMARKS; SL_NODE_STATEFUL is set for you when T overrides snapshot and
+///    restore, and refused at compile time when it does not), `k_min_inputs` /
+///    `k_max_inputs` (defaults: 1/1; sources 0/0);
 ///  - a constructor `(Context, const Config&)`, `(const sl_node_init&)` or `()`; a
 ///    throwing constructor (e.g. Config::fail) makes create fail with that status. A node
 ///    that needs more of the sl_node_init than the Context (its task_index, say) and reads

@@ -88,6 +88,47 @@ constexpr auto data_or_null(const A& a) noexcept -> decltype(a.data()) {
   return a.empty() ? nullptr : a.data();
 }
 
+/// The oldest host minor that serves every declared callback, flag and constraint of a
+/// node type: an older host would ignore them (no checkpoint calls, no watermarks, state
+/// not moved with its key group, constraints unchecked), so it must refuse the plugin.
+/// Calls made through Context at run time are not counted: they check the host themselves.
+constexpr uint32_t params_minor(const sl_param* params, uint32_t count) noexcept {
+  for (uint32_t i = 0; i < count; ++i) {
+    if ((params[i].flags & ~static_cast<uint32_t>(SL_PARAM_REQUIRED)) != 0) return 2;
+  }
+  return 0;
+}
+constexpr uint32_t node_type_minor(const sl_node_type& t) noexcept {
+  uint32_t minor = params_minor(t.params, t.param_count);
+  auto need = [&minor](bool used, uint32_t since) {
+    if (used && since > minor) minor = since;
+  };
+  need(t.checkpoint_prepare || t.checkpoint_commit || t.checkpoint_abort || t.checkpoint_recover,
+       1);
+  need(t.map_values || t.select_values, 1);
+  need(t.validate != nullptr, 2);
+  need(t.map_keys != nullptr, 3);
+  need((t.flags & SL_NODE_KEYED_STATE) != 0, 4);
+  need(t.on_watermark || t.side_output_count > 0 || (t.flags & SL_NODE_WATERMARKS) != 0, 5);
+  return minor;
+}
+template <class Lists>
+constexpr uint32_t min_host_minor_of() noexcept {
+  uint32_t minor = Lists::stores::k_list.size() > 0 ? 1 : 0;
+  for (const sl_node_type* t : Lists::nodes::k_list) {
+    if (node_type_minor(*t) > minor) minor = node_type_minor(*t);
+  }
+  for (const sl_function_def* f : Lists::functions::k_list) {
+    const uint32_t fm = f->validate ? 2 : params_minor(f->params, f->param_count);
+    if (fm > minor) minor = fm;
+  }
+#ifdef SLUICE_MIN_HOST_MINOR
+  // The plugin asks for more (it relies on a host call it cannot do without).
+  if (SLUICE_MIN_HOST_MINOR > minor) minor = SLUICE_MIN_HOST_MINOR;
+#endif
+  return minor;
+}
+
 /// The descriptor SLUICE_PLUGIN returns (constant-initialised: no code runs at load).
 template <class Lists>
 constexpr sl_plugin make_plugin(const char* name, const char* version, const char* doc) noexcept {
@@ -97,7 +138,7 @@ constexpr sl_plugin make_plugin(const char* name, const char* version, const cha
   p.struct_size = sizeof(sl_plugin);
   p.abi_major = SL_ABI_MAJOR;
   p.abi_minor = SL_ABI_MINOR;
-  p.min_host_minor = 0;
+  p.min_host_minor = min_host_minor_of<Lists>();
   p.name = name;
   p.version = version;
   p.doc = doc;
@@ -119,7 +160,7 @@ inline constexpr size_t k_host_api_size_1_0 = offsetof(sl_host_api, node_id) + s
 inline const sl_plugin* plugin_entry(const sl_host_api* table, const sl_plugin* plugin) noexcept {
   if (table == nullptr) return nullptr;
   if (table->abi_major != SL_ABI_MAJOR || table->struct_size < k_host_api_size_1_0) {
-    if (table->struct_size >= offsetof(sl_host_api, log) + sizeof(void*) && table->log != nullptr) {
+    if (SL_HAS_FIELD(table, sl_host_api, log) && table->log != nullptr) {
       try {
         const std::string msg =
             std::string("plugin '") + plugin->name + "' needs a host with ABI " +
@@ -155,8 +196,9 @@ inline const sl_plugin* plugin_entry(const sl_host_api* table, const sl_plugin* 
 ///
 /// After name, version and one-line doc come any number of SLUICE_NODE_TYPES(...),
 /// SLUICE_FUNCTIONS(...) and SLUICE_STORES(...) lists, in any order. The descriptor is a constant
-/// (ABI major and minor of this header, min_host_minor 0); the entry stores the host table for
-/// host().
+/// (ABI major and minor of this header; min_host_minor the oldest host minor that serves what
+/// the types declare, see min_host_minor_of, or SLUICE_MIN_HOST_MINOR when defined higher
+/// before including sluice.hpp); the entry stores the host table for host().
 #define SLUICE_PLUGIN(name, version, doc, ...)                                               \
   extern "C" SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* host);           \
   extern "C" SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* host) {          \
