@@ -1,6 +1,7 @@
 """Checkpointing through `sluiced` as a real process (label "integration"):
 `sluiced checkpoints` (text and --json), SIGTERM's final checkpoint (finish is not
-called: a partial window is not emitted twice), a saved state the new config cannot use
+called: a partial window is not emitted twice), the end-of-input checkpoint of a bounded run
+(a rerun reads nothing again; a task that ended early keeps its end in later epochs), a saved state the new config cannot use
 (refused; --reset-state NODE / all), a corrupt newest checkpoint (warning, previous one
 used), and the third-party C sink of examples/ taking part through the SDK alone."""
 
@@ -147,6 +148,26 @@ path = "out.jsonl"
         self.assertExit(r, EXIT_OK)
         self.assertEqual(self.read("out.jsonl").splitlines(),
                          windows + ['["10","11","12"]', '["13"]'])
+
+    def test_a_task_whose_input_ended_keeps_its_end_in_later_checkpoints(self):
+        # Two tasks: from_textfile reads in task 0 (follow: it never ends); task 1's input
+        # ends at once. Its end-of-input snapshot is carried by every later epoch, so that a
+        # restart resumes it at its end instead of starting it fresh ("finished").
+        self.write("in.txt", "1\n2\n3\n")
+        cfg = self.write("p.toml", windows_config(follow=True).replace(
+            'name = "ck"', 'name = "ck"\n[runtime]\ntasks = 2').replace(
+            'path = "out.jsonl"', 'path = "out-{task}.jsonl"'))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(self.wait_log(err, "task 1: input ended (source 'lines')"),
+                        self.read(err))
+        self.assertTrue(self.wait_log(err, "checkpoint epoch 3"), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        doc = json.loads(self.sluiced("checkpoints", cfg, "--json").stdout)
+        for epoch in doc["epochs"]:
+            task1 = epoch["tasks"][1]
+            self.assertFalse(task1["finished"], epoch)
+            self.assertIn("lines", [n["id"] for n in task1["nodes"]], epoch)
 
     def test_reload_keeps_state_through_a_final_checkpoint(self):
         self.write("in.txt", "".join(f"{i}\n" for i in range(1, 8)))
