@@ -73,10 +73,18 @@ int main(int argc, char** argv) {
   plugins->add_option("--config", config, "Also search the plugin_dirs of this pipeline");
   plugins->add_flag("--json", json, "Machine-readable output");
   add_dirs(plugins);
-  auto* test =
-      app.add_subcommand("test", "Run pipeline tests on injected input and a virtual clock");
-  test->add_option("config", config, "Pipeline TOML file")->required();
-  test->add_option("tests", tests_file, "Test file with [[tests]] (default: the pipeline file)");
+  auto* test = app.add_subcommand(
+      "test",
+      "Run pipeline tests on injected input and a virtual clock: sluiced test PIPELINE.toml "
+      "[CASES.tests.toml] (docs/TESTING.md)");
+  test->add_option("PIPELINE.toml", config, "The pipeline file to test")->required();
+  test->add_option("CASES.tests.toml", tests_file,
+                   "A file of [[tests]] cases (default: the [[tests]] written "
+                   "in the pipeline file)");
+  std::vector<std::string> case_patterns;
+  test->add_option("--case", case_patterns,
+                   "Run only the case with this name, or the cases matching this glob (* ? "
+                   "[...]); repeatable");
   add_dirs(test);
 
   try {
@@ -93,7 +101,7 @@ int main(int argc, char** argv) {
   if (validate->parsed()) return host::validate_command(config, plugin_dirs, validate_create);
   if (graph->parsed()) return host::graph_command(config, format, plugin_dirs);
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
-  if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs);
+  if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs, case_patterns);
   if (checkpoints->parsed()) return host::checkpoints_command(config, json, plugin_dirs);
   return host::k_exit_invalid;
 }

@@ -2,7 +2,8 @@
 // registered in-process like a plugin's: sources pause and non-sink timers, posts and io are held
 // while a sink prepares asynchronously; the snapshot follows the last answer; commits go to sinks
 // before sources; a restart restores operator state and source positions; SIGTERM's final
-// checkpoint stops the task without finish(); a failed store write aborts the epoch and
+// checkpoint stops the task without finish(); the end of input is checkpointed before
+// finish(), so a rerun reads nothing again; a failed store write aborts the epoch and
 // the pipeline goes on; an unconfirmed commit is resolved by checkpoint_recover; a saved
 // state the graph cannot use is refused unless reset.
 #include "checkpoint/coordinator.hpp"
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -369,6 +371,47 @@ TEST_F(CoordinatorTest, FinalCheckpointStopsWithoutFinish) {
   EXPECT_EQ(count("finish:sum"), 0u);  // finish would emit as if the input had ended
   EXPECT_EQ(count("commit:sink:1"), 1u);
   EXPECT_EQ(g_log.back(), "commit:src:1");
+}
+
+TEST_F(CoordinatorTest, EndOfInputIsCheckpointedBeforeFinishSoARerunReadsNothing) {
+  GraphSpec spec = load();
+  {
+    auto r = start(spec);
+    settle(*r);      // 0..4
+    advance(*r, 3);  // 5..19: the stepper is exhausted; the task holds its end
+    EXPECT_EQ(count("got:190"), 1u);
+    // An epoch started at once (interval_ms is an hour), before finish.
+    EXPECT_TRUE(r->coordinator->epoch_running());
+    EXPECT_EQ(g_log.back(), "prepare:1");
+    EXPECT_EQ(count("finish:sum"), 0u);
+    EXPECT_FALSE(r->task->complete());
+    api()->checkpoint_ready(g_sink_ctx, 1, SL_OK);
+    settle(*r);
+    EXPECT_EQ(r->coordinator->last_completed_epoch(), 1u);
+    // Then the input ends: finish runs after the commits, and the task completes.
+    ASSERT_LT(index_of("commit:src:1"), index_of("finish:sum"));
+    EXPECT_EQ(count("finish:sum"), 1u);
+    EXPECT_TRUE(r->task->complete());
+    auto store = open_store(spec);
+    auto loaded = load_newest(*store.value(), 1);
+    ASSERT_TRUE(loaded.is_ok());
+    ASSERT_EQ(loaded->size(), 1u);
+    EXPECT_TRUE((*loaded)[0].committed);
+    EXPECT_FALSE((*loaded)[0].checkpoint.tasks.at(0).finished);
+    EXPECT_EQ((*loaded)[0].checkpoint.find(0, "src")->state.as_int(), 20);  // the end
+    EXPECT_EQ((*loaded)[0].checkpoint.find(0, "sum")->state.as_int(), 190);
+  }
+  // The rerun resumes at the end: nothing is delivered again.
+  g_log.clear();
+  auto r = start(spec);
+  settle(*r);
+  EXPECT_EQ(g_log.front(), "restore:src:20");
+  EXPECT_EQ(std::count_if(g_log.begin(), g_log.end(),
+                          [](const std::string& e) { return e.rfind("got:", 0) == 0; }),
+            0);
+  api()->checkpoint_ready(g_sink_ctx, 2, SL_OK);
+  settle(*r);
+  EXPECT_TRUE(r->task->complete());
 }
 
 TEST_F(CoordinatorTest, AFailedStoreWriteAbortsTheEpochAndThePipelineGoesOn) {

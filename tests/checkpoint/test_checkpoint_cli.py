@@ -1,6 +1,7 @@
 """Checkpointing through `sluiced` as a real process (label "integration"):
 `sluiced checkpoints` (text and --json), SIGTERM's final checkpoint (finish is not
-called: a partial window is not emitted twice), a saved state the new config cannot use
+called: a partial window is not emitted twice), the end-of-input checkpoint of a bounded run
+(a rerun reads nothing again; a task that ended early keeps its end in later epochs), a saved state the new config cannot use
 (refused; --reset-state NODE / all), a corrupt newest checkpoint (warning, previous one
 used), and the third-party C sink of examples/ taking part through the SDK alone."""
 
@@ -77,6 +78,96 @@ class CheckpointCliTest(SluiceTestCase):
         self.assertEqual(self.read("out.jsonl").splitlines(),
                          ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]',
                           '["10","11","12"]', '["13"]'])
+
+    def end_of_input_config(self, sink_keys):
+        # No periodic epoch during these short runs: only the end of input's.
+        return self.write("eoi.toml", f"""
+name = "eoi"
+[checkpoint]
+interval_ms = 3600000
+dir = "ck"
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+[operators.num]
+type = "map"
+function = "json_parse"
+inputs = ["lines"]
+[operators.total]
+type = "accumulate"
+function = "sum"
+inputs = ["num"]
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["total"]
+path = "out.jsonl"
+{sink_keys}
+""")
+
+    def test_a_bounded_run_checkpoints_its_end_so_a_rerun_does_not_replay_it(self):
+        self.write("in.txt", "".join(f"{i}\n" for i in range(1, 11)))
+        # append = true: a replayed record would show as a second line.
+        cfg = self.end_of_input_config("append = true")
+        sums = [str(sum(range(1, i + 1))) for i in range(1, 13)]
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStderr("task 0: input ended (source 'lines'): a checkpoint of the end", r)
+        self.assertInStderr("checkpoint epoch 1:", r)
+        self.assertEqual(self.read("out.jsonl").splitlines(), sums[:10])
+        ck = json.loads(self.sluiced("checkpoints", cfg, "--json").stdout)
+        newest = [e for e in ck["epochs"] if e["newest"]][0]
+        self.assertTrue(newest["committed"])
+        nodes = {n["id"]: n for n in newest["tasks"][0]["nodes"]}
+        self.assertEqual(nodes["lines"]["position"], {"offset": 21})  # the whole file
+        # The same input again: nothing is read, nothing is written.
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStderr("restoring checkpoint epoch 1", r)
+        self.assertEqual(self.read("out.jsonl").splitlines(), sums[:10])
+        # More input: only the new records, summed on from the saved state.
+        with open(self.path("in.txt"), "a") as f:
+            f.write("11\n12\n")
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(self.read("out.jsonl").splitlines(), sums)
+
+    def test_what_finish_emits_comes_again_from_the_end_of_input_checkpoint(self):
+        # The checkpoint is cut before finish (as SIGTERM's): emit_partial's ["10"] is state,
+        # written again by the rerun's finish; exactly_once cuts the file back first.
+        self.write("in.txt", "".join(f"{i}\n" for i in range(1, 11)))
+        cfg = self.write("p.toml", windows_config(follow=False, extra_sink="exactly_once = true"))
+        windows = ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]']
+        for _ in range(2):
+            r = self.sluiced("run", cfg)
+            self.assertExit(r, EXIT_OK)
+            self.assertEqual(self.read("out.jsonl").splitlines(), windows + ['["10"]'])
+        self.assertInStderr("restoring checkpoint epoch", r)
+        with open(self.path("in.txt"), "a") as f:
+            f.write("11\n12\n13\n")
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(self.read("out.jsonl").splitlines(),
+                         windows + ['["10","11","12"]', '["13"]'])
+
+    def test_a_task_whose_input_ended_keeps_its_end_in_later_checkpoints(self):
+        # Two tasks: from_textfile reads in task 0 (follow: it never ends); task 1's input
+        # ends at once. Its end-of-input snapshot is carried by every later epoch, so that a
+        # restart resumes it at its end instead of starting it fresh ("finished").
+        self.write("in.txt", "1\n2\n3\n")
+        cfg = self.write("p.toml", windows_config(follow=True).replace(
+            'name = "ck"', 'name = "ck"\n[runtime]\ntasks = 2').replace(
+            'path = "out.jsonl"', 'path = "out-{task}.jsonl"'))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(self.wait_log(err, "task 1: input ended (source 'lines')"),
+                        self.read(err))
+        self.assertTrue(self.wait_log(err, "checkpoint epoch 3"), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        doc = json.loads(self.sluiced("checkpoints", cfg, "--json").stdout)
+        for epoch in doc["epochs"]:
+            task1 = epoch["tasks"][1]
+            self.assertFalse(task1["finished"], epoch)
+            self.assertIn("lines", [n["id"] for n in task1["nodes"]], epoch)
 
     def test_reload_keeps_state_through_a_final_checkpoint(self):
         self.write("in.txt", "".join(f"{i}\n" for i in range(1, 8)))

@@ -703,9 +703,12 @@ only_abc = ['"abc"', '"abc"']
         self.assertExit(r, EXIT_OK)
         # Sinks do not run under `sluiced test` (docs/TESTING.md): the print sinks print
         # nothing, so stdout is the report alone.
-        self.assertEqual(r.stdout.splitlines(), ["ok     doubles and keeps the small ones",
-                                                 "ok     lower-cases and keeps abc",
-                                                 "2 passed, 0 failed"], r.describe())
+        # No stateful node: the report says the restart check had nothing to check.
+        self.assertEqual(r.stdout.splitlines(), [
+            "ok     doubles and keeps the small ones  (no restart check: no stateful node)",
+            "ok     lower-cases and keeps abc  (no restart check: no stateful node)",
+            "restart check: ran for 0 of 2 cases; not run for 2 (2 no stateful node)",
+            "2 passed, 0 failed"], r.describe())
 
     def test_file_sinks_do_not_run_under_test(self):
         out = self.path("out.txt")

@@ -318,6 +318,12 @@ void Coordinator::attach(boost::asio::io_context& control, std::vector<EpochPart
   control_ = &control;
   tasks_ = std::move(tasks);
   live_.assign(tasks_.size(), true);
+  at_end_.assign(tasks_.size(), std::nullopt);
+  for (uint32_t i = 0; i < tasks_.size(); ++i) {
+    tasks_[i]->hold_end_of_input([this, i, control = &control] {
+      boost::asio::post(*control, [this, i] { on_end_reached(i); });
+    });
+  }
   timer_ = std::make_unique<boost::asio::steady_timer>(control);
   schedule_next();
 }
@@ -332,6 +338,16 @@ void Coordinator::schedule_next() {
 
 void Coordinator::trigger() {
   if (running_ || failed_ || final_requested_ || tasks_.empty()) return;
+  start_epoch(false);
+}
+
+void Coordinator::on_end_reached(uint32_t index) {
+  if (index >= live_.size() || !live_[index]) return;
+  end_waiting_.insert(index);
+  // A stop's final epoch ends the held input itself; after a failure the runner's
+  // request_stop does.
+  if (running_ || failed_ || final_requested_) return;
+  if (timer_) timer_->cancel();
   start_epoch(false);
 }
 
@@ -362,6 +378,7 @@ void Coordinator::start_epoch(bool final) {
 void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<TaskSnapshot> snapshot) {
   if (!running_ || running_->epoch != epoch || running_->stored) return;
   if (snapshot.is_ok()) {
+    if (snapshot->at_end) end_waiting_.erase(index);
     running_->parts[index] = std::move(snapshot).value();
   } else {
     running_->failed = true;  // the task fails itself; task_finished follows
@@ -372,6 +389,7 @@ void Coordinator::on_snapshot(uint32_t index, uint64_t epoch, Result<TaskSnapsho
 
 void Coordinator::task_finished(uint32_t index, const Status& status) {
   if (index < live_.size()) live_[index] = false;
+  end_waiting_.erase(index);
   if (!status.is_ok()) failed_ = true;
   if (running_ && running_->waiting.erase(index) != 0) {
     if (!status.is_ok()) running_->failed = true;
@@ -405,14 +423,17 @@ void Coordinator::maybe_store() {
   cp.member = member_;
   for (uint32_t i = 0; i < tasks_.size(); ++i) {
     TaskState t;
-    if (!r.parts[i]) {
-      t.finished = true;  // ended before the epoch: its input is consumed
+    // A task that ended before the epoch: its snapshot at its end of input, else nothing
+    // (finished: its input is consumed; a restart starts it fresh).
+    const std::optional<TaskSnapshot>& part = r.parts[i] ? r.parts[i] : at_end_[i];
+    if (!part) {
+      t.finished = true;
     } else {
-      for (auto& [id, state] : r.parts[i]->states) {
+      for (const auto& [id, state] : part->states) {
         const NodeSpec* n = spec_->find(id);
         t.nodes.push_back(NodeState{id, n ? n->type : std::string(), n ? n->role : 0, state});
       }
-      t.claims = std::move(r.parts[i]->claims);
+      t.claims = part->claims;
     }
     cp.tasks.push_back(std::move(t));
   }
@@ -431,6 +452,9 @@ void Coordinator::maybe_store() {
     return;
   }
   r.stored = true;
+  for (uint32_t i = 0; i < tasks_.size(); ++i) {
+    if (r.parts[i] && r.parts[i]->at_end) at_end_[i] = std::move(r.parts[i]);
+  }
   const uint64_t epoch = r.epoch;
   boost::asio::io_context* control = control_;
   for (uint32_t i = 0; i < tasks_.size(); ++i) {
@@ -562,6 +586,11 @@ void Coordinator::finish_epoch(Status outcome) {
   }
   if (final_requested_) {
     start_epoch(true);
+    return;
+  }
+  if (!end_waiting_.empty() && !failed_) {
+    // A task reached its end of input after its snapshot in the epoch that just ended.
+    start_epoch(false);
     return;
   }
   schedule_next();

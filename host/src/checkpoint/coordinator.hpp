@@ -130,6 +130,9 @@ class Coordinator {
 
   void schedule_next();
   void start_epoch(bool final);
+  // Task `index` holds its exhausted input (EpochParticipant::hold_end_of_input) until an
+  // epoch snapshots it there: one starts now, or right after the running one.
+  void on_end_reached(uint32_t index);
   void on_snapshot(uint32_t index, uint64_t epoch, Result<TaskSnapshot> snapshot);
   void on_committed(uint32_t index, uint64_t epoch);
   void maybe_store();
@@ -183,6 +186,12 @@ class Coordinator {
   std::optional<Running> running_;
   std::optional<std::function<void(Status)>> final_done_;
   bool final_requested_ = false;
+  // Tasks holding their ended input, waiting for an epoch to snapshot them there.
+  std::set<uint32_t> end_waiting_;
+  // By task: its snapshot at its end of input, once stored. Epochs after the task finished
+  // carry it (instead of recording the task as finished, which a restart starts fresh): a
+  // rerun resumes that task at its end, not at its beginning.
+  std::vector<std::optional<TaskSnapshot>> at_end_;
 };
 
 }  // namespace sluice::host::checkpoint

@@ -37,9 +37,10 @@ int graph_command(const std::filesystem::path& config, const std::string& format
 int plugins_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs);
 
 // `sluiced test`: the [[tests]] of `tests_file` (default: the pipeline file) run on
-// injected input and a virtual clock.
+// injected input and a virtual clock; with `case_patterns`, only the cases they name
+// (names or globs; one that matches nothing is an error listing the cases).
 int test_command(const std::filesystem::path& config, const std::filesystem::path& tests_file,
-                 const PluginDirs& dirs);
+                 const PluginDirs& dirs, const std::vector<std::string>& case_patterns = {});
 
 // `sluiced checkpoints`: the epochs in the pipeline's checkpoint store, with their
 // time, positions per source and state size per node (text or JSON).

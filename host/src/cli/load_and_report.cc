@@ -11,9 +11,8 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics) {
 }
 
 std::optional<LoadedPipeline> load_and_report(const std::filesystem::path& config,
-                                              const std::vector<std::filesystem::path>& dirs,
-                                              bool strip_tests) {
-  auto loaded = load_pipeline(config, dirs, strip_tests);
+                                              const std::vector<std::filesystem::path>& dirs) {
+  auto loaded = load_pipeline(config, dirs);
   print_diagnostics(loaded.diagnostics);
   if (!loaded.ok() || loaded.has_errors()) return std::nullopt;
   return std::move(*loaded.value);

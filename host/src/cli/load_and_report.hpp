@@ -16,7 +16,6 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
 
 // load_pipeline, its findings printed; nullopt when any was an error.
 std::optional<LoadedPipeline> load_and_report(const std::filesystem::path& config,
-                                              const std::vector<std::filesystem::path>& dirs,
-                                              bool strip_tests = false);
+                                              const std::vector<std::filesystem::path>& dirs);
 
 }  // namespace sluice::host

@@ -4,6 +4,7 @@
 #include "cli/load_and_report.hpp"
 #include "executor/clock.hpp"
 #include "executor/task.hpp"
+#include "testing/pipeline_test.hpp"
 
 #include <fmt/format.h>
 
@@ -14,6 +15,23 @@ namespace sluice::host {
 int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create) {
   auto pipeline = load_and_report(config, dirs);
   if (!pipeline) return k_exit_invalid;
+  // Pipeline tests written in the file ([[tests]], docs/TESTING.md): `run` ignores them,
+  // `validate` checks that `sluiced test` could run them.
+  size_t test_count = 0;
+  if (pipeline->document && pipeline->document->root.contains("tests")) {
+    auto cases = load_test_cases(config);
+    if (!cases.is_ok()) {
+      fmt::print(stderr, "{}\n", cases.status().message());
+      return k_exit_invalid;
+    }
+    for (const auto& tc : cases.value()) {
+      if (auto s = check_test_case(pipeline->spec, tc); !s.is_ok()) {
+        fmt::print(stderr, "{}\n", s.message());
+        return k_exit_invalid;
+      }
+    }
+    test_count = cases->size();
+  }
   if (create) {
     // What `run` does first, and nothing more: every node of every task is created, then
     // destroyed, without start. A failure here is a config the plugin's validate missed.
@@ -28,7 +46,9 @@ int validate_command(const std::filesystem::path& config, const PluginDirs& dirs
       }
     }
   }
-  fmt::print("{}: OK ({} nodes{})\n", config.string(), pipeline->spec.nodes.size(),
+  fmt::print("{}: OK ({} nodes{}{})\n", config.string(), pipeline->spec.nodes.size(),
+             test_count == 0 ? std::string()
+                             : fmt::format(", {} test{}", test_count, test_count == 1 ? "" : "s"),
              create ? ", created" : "");
   return k_exit_ok;
 }

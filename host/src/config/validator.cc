@@ -39,8 +39,9 @@ std::string_view article(std::string_view noun) {
   return noun.find_first_of("aeiou") == 0 ? "an" : "a";
 }
 
-const std::vector<std::string> k_top_level_keys{"name",       "plugin_dirs", "runtime",   "admin",
-                                                "checkpoint", "sources",     "operators", "sinks"};
+const std::vector<std::string> k_top_level_keys{"name",      "plugin_dirs", "runtime",
+                                                "admin",     "checkpoint",  "sources",
+                                                "operators", "sinks",       "tests"};
 const std::vector<std::string> k_runtime_keys{"batch_size", "tasks", "shutdown_timeout_ms"};
 const std::vector<std::string> k_admin_keys{"address", "port", "token"};
 
@@ -144,6 +145,15 @@ void Validator::check_top_level() {
       check_admin(node);
     } else if (key == "checkpoint") {
       check_checkpoint(node);
+    } else if (key == "tests") {
+      // Pipeline tests written in the pipeline file (docs/TESTING.md): `sluiced test` reads
+      // them (and `sluiced validate` checks them); every other command ignores them.
+      if (!node.is_array_of_tables()) {
+        error(pos(node.source()), "", key,
+              fmt::format("expected an array of tables ([[tests]] sections: docs/TESTING.md), "
+                          "got {}",
+                          toml_type_name(node)));
+      }
     } else if (key == "sources" || key == "operators" || key == "sinks") {
       if (!node.is_table()) {
         error(pos(node.source()), "", key,

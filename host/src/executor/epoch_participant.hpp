@@ -26,6 +26,8 @@ class EpochParticipant {
   struct TaskSnapshot {
     NodeStates states;
     GroupClaims claims;
+    // Taken while the task held its exhausted input (hold_end_of_input): the task's end.
+    bool at_end = false;
   };
   using EpochDone = std::function<void(uint64_t epoch, Result<TaskSnapshot> snapshot)>;
 
@@ -47,6 +49,15 @@ class EpochParticipant {
   // Task thread, with restore_states: the key groups the restored task part owned. A grouped
   // source's first assignment drops those of them it does not name.
   virtual void restore_claims(const GroupClaims& claims) = 0;
+  // Before the task runs: when its last source is exhausted, the task does not end it at
+  // once but calls `reached` (task thread) and keeps running posts, timers and epochs. The
+  // first epoch it snapshots from there (TaskSnapshot::at_end) ends the input when the
+  // epoch ends, stored or aborted: the sources end and the graph drains (finish) as without
+  // checkpoints. So a bounded run leaves a checkpoint of its end of input, taken before
+  // finish as a stop's final checkpoint is, and a rerun resumes there instead of replaying
+  // the input's tail (docs/CHECKPOINTING.md). A stop (request_stop, or a final epoch) ends
+  // a held input as it ends a running one.
+  virtual void hold_end_of_input(std::function<void()> reached) = 0;
 
  protected:
   EpochParticipant() = default;

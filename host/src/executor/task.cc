@@ -474,6 +474,7 @@ void Task::poll_round() {
     if (failure_) return;
     if (status == SL_CANCELLED) state = SL_SOURCE_DONE;
     n.source_state = state;
+    if (state == SL_SOURCE_DONE && hold_end(i)) continue;
     if (state == SL_SOURCE_DONE) {
       end_node(i);
       if (failure_) return;

@@ -241,6 +241,9 @@ class Task final : public EpochParticipant {
   // After create() and before start(): hands each node its saved state.
   Status restore_states(const NodeStates& states) override;
   void restore_claims(const GroupClaims& claims) override { claims_ = claims; }
+  void hold_end_of_input(std::function<void()> reached) override {
+    end_reached_ = std::move(reached);
+  }
   // The key groups owned now, per grouped source (task thread).
   [[nodiscard]] const GroupClaims& claims() const { return claims_; }
   // Before start(): where key_groups_assigned finds the groups' state (the checkpoint's
@@ -365,6 +368,7 @@ class Task final : public EpochParticipant {
   struct Epoch {
     uint64_t epoch = 0;
     bool final = false;
+    bool at_end = false;           // began while the task held its ended input
     bool snapshotted = false;      // done() ran: waiting for end_checkpoint
     bool in_prepare_loop = false;  // answers inside prepare do not snapshot yet
     size_t waiting = 0;            // sinks that have not answered
@@ -376,6 +380,15 @@ class Task final : public EpochParticipant {
   };
   std::optional<Epoch> epoch_;
   void maybe_snapshot();
+  // hold_end_of_input (task_epoch.cc): the callback, and whether the input is held now (its
+  // last source said SL_SOURCE_DONE and is not ended yet).
+  std::function<void()> end_reached_;
+  bool end_held_ = false;
+  // Whether to hold source `node`'s end (its last live source, exhausted, with a hold set);
+  // when true the hold has begun.
+  bool hold_end(size_t node);
+  // After the epoch that snapshotted the held end: the sources end, the graph drains.
+  void end_held_input(uint64_t epoch, bool stored);
 
   // Event time (executor/task_watermarks.cc): which inputs carry watermarks (after the
   // consumers are known); consumer `c`'s input watermark rose to `watermark_ns` (its

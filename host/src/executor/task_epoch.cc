@@ -6,6 +6,7 @@
 #include "common/plugin_call.hpp"
 #include "executor/task.hpp"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -25,6 +26,7 @@ void Task::begin_checkpoint(uint64_t epoch, bool final, EpochDone done) {
     epoch_ = Epoch{};
     epoch_->epoch = epoch;
     epoch_->final = final;
+    epoch_->at_end = end_held_;
     epoch_->done = std::move(done);
     epoch_->asked.assign(nodes_.size(), false);
     std::vector<size_t> sinks;
@@ -78,7 +80,7 @@ void Task::maybe_snapshot() {
     epoch_->done(epoch_->epoch, states.status());
     return;
   }
-  epoch_->done(epoch_->epoch, TaskSnapshot{std::move(states).value(), claims_});
+  epoch_->done(epoch_->epoch, TaskSnapshot{std::move(states).value(), claims_, epoch_->at_end});
 }
 
 void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> done) {
@@ -102,6 +104,7 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
     // Sinks first (their transactions hold the output), then sources (offsets).
     if (!call_all(true) || !call_all(false)) return;
     const bool final = epoch_->final;
+    const bool at_end = epoch_->at_end;
     auto held = std::move(epoch_->held_timers);
     auto held_callbacks = std::move(epoch_->held_callbacks);
     epoch_.reset();
@@ -130,9 +133,37 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
     for (const auto& [node, timer_id] : held) timers_.arm(node, timer_id, now);
     if (!held.empty()) fire_due_timers(now);
     rearm_wakeup();
+    if (at_end) end_held_input(epoch, stored);
     schedule_poll();
     on_state_change();
   });
+}
+
+bool Task::hold_end(size_t node) {
+  if (!end_reached_ || end_held_ || draining_) return false;
+  const bool last = std::all_of(sources_.begin(), sources_.end(),
+                                [&](size_t s) { return s == node || nodes_[s].ended; });
+  if (!last) return false;
+  end_held_ = true;
+  spdlog::info("task {}: input ended (source '{}'): a checkpoint of the end comes before the drain",
+               options_.task_index, nodes_[node].id);
+  end_reached_();
+  return true;
+}
+
+void Task::end_held_input(uint64_t epoch, bool stored) {
+  end_held_ = false;
+  end_reached_ = nullptr;  // one hold per run
+  if (!stored) {
+    spdlog::warn(
+        "task {}: checkpoint epoch {} of the end of input was not stored: the input ends "
+        "anyway, and a rerun resumes from the previous checkpoint",
+        options_.task_index, epoch);
+  }
+  for (size_t i : sources_) {
+    end_node(i);
+    if (failure_) return;
+  }
 }
 
 void Task::stop_after_final_checkpoint() {

@@ -43,8 +43,7 @@ Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
 }
 
 Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
-                                        const std::vector<std::filesystem::path>& extra_dirs,
-                                        bool strip_tests) {
+                                        const std::vector<std::filesystem::path>& extra_dirs) {
   Diagnosed<LoadedPipeline> out;
   // Appends a step's findings; true when the step failed (then nothing more is done).
   auto failed = [&out](auto& step) {
@@ -54,7 +53,6 @@ Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
   auto parsed = parse_config_file(config);
   if (failed(parsed)) return out;
   ConfigDocument& doc = *parsed.value;
-  if (strip_tests) doc.root.erase("tests");
 
   auto dirs = config_plugin_dirs(doc);
   if (failed(dirs)) return out;

@@ -39,10 +39,9 @@ struct PluginDirOrigin {
 
 // Config + plugins + load-time expansions (key_by's repartition_topic,
 // config/repartition_expansion.hpp) + validation, with every finding (errors and warnings) in the
-// order found. No value when anything was an error. `strip_tests` removes a
-// top-level [[tests]] array first (the pipeline-test format may live in the config).
+// order found. No value when anything was an error. A top-level [[tests]] array
+// (pipeline tests, docs/TESTING.md) is accepted and left to `sluiced test`.
 [[nodiscard]] Diagnosed<LoadedPipeline> load_pipeline(
-    const std::filesystem::path& config, const std::vector<std::filesystem::path>& extra_dirs,
-    bool strip_tests = false);
+    const std::filesystem::path& config, const std::vector<std::filesystem::path>& extra_dirs);
 
 }  // namespace sluice::host

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include <fnmatch.h>
 #include <algorithm>
 #include <memory>
 
@@ -386,8 +387,14 @@ class CaseRun {
   Outputs outputs_;
 };
 
-bool has_stateful_node(const GraphSpec& spec) {
-  return std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const NodeSpec& n) {
+// Whether a node that runs in the case has state to snapshot: sinks are replaced by a
+// discarding sink and injected sources by the test driver, so theirs does not count.
+bool has_stateful_node(const GraphSpec& spec, const TestCase& test) {
+  return std::any_of(spec.nodes.begin(), spec.nodes.end(), [&](const NodeSpec& n) {
+    if (n.role == SL_ROLE_SINK ||
+        std::find(test.injected.begin(), test.injected.end(), n.id) != test.injected.end()) {
+      return false;
+    }
     return n.info && (n.info->vtable.flags & SL_NODE_STATEFUL) && n.info->vtable.snapshot;
   });
 }
@@ -425,14 +432,65 @@ TestOutcome judge(const TestCase& test, const Result<Outputs>& run) {
 
 }  // namespace
 
+std::string_view restart_check_reason(RestartCheck r) {
+  switch (r) {
+    case RestartCheck::ran: return "ran";
+    case RestartCheck::no_stateful_node: return "no stateful node";
+    case RestartCheck::turned_off: return "restart_check = false";
+    case RestartCheck::run_failed: return "the run failed";
+  }
+  return "?";
+}
+
+Result<std::vector<TestCase>> select_test_cases(std::vector<TestCase> cases,
+                                                const std::vector<std::string>& patterns,
+                                                const std::string& file) {
+  if (patterns.empty()) return cases;
+  auto matches = [](const std::string& pattern, const std::string& name) {
+    return pattern == name || ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+  };
+  for (const std::string& pattern : patterns) {
+    if (std::any_of(cases.begin(), cases.end(),
+                    [&](const TestCase& tc) { return matches(pattern, tc.name); })) {
+      continue;
+    }
+    std::string names;
+    for (const TestCase& tc : cases) names += fmt::format("\n  {}", tc.name);
+    return Status(SL_NOT_FOUND,
+                  fmt::format("{}: error: --case '{}': no test case has that name or matches it "
+                              "(a name, or a glob with * ? [...]); the cases are:{}",
+                              file, pattern, names));
+  }
+  std::vector<TestCase> out;
+  for (TestCase& tc : cases) {
+    if (std::any_of(patterns.begin(), patterns.end(),
+                    [&](const std::string& p) { return matches(p, tc.name); })) {
+      out.push_back(std::move(tc));
+    }
+  }
+  return out;
+}
+
 TestOutcome run_test_case(const GraphSpec& spec, const TestCase& test) {
   Result<Outputs> straight = CaseRun(spec, test).run(false);
   TestOutcome outcome = judge(test, straight);
-  if (!outcome.passed || !test.restart_check || !has_stateful_node(spec)) return outcome;
+  if (!outcome.passed) {
+    outcome.restart = RestartCheck::run_failed;
+    return outcome;
+  }
+  if (!test.restart_check) {
+    outcome.restart = RestartCheck::turned_off;
+    return outcome;
+  }
+  if (!has_stateful_node(spec, test)) {
+    outcome.restart = RestartCheck::no_stateful_node;
+    return outcome;
+  }
   // The same case with a snapshot/restore into a fresh task after every step
   // must give what the uninterrupted run gave.
   Result<Outputs> restarted = CaseRun(spec, test).run(true);
   TestOutcome again = judge(test, restarted);
+  again.restart = RestartCheck::ran;
   if (!again.passed) {
     again.report =
         "  restart check (snapshot, fresh task, restore after every step; "

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -48,13 +49,31 @@ struct TestCase {
 // Reads the [[tests]] of a TOML file. Errors carry file:line:col.
 Result<std::vector<TestCase>> load_test_cases(const std::filesystem::path& file);
 
+// `sluiced test --case PATTERN` (repeatable): the cases whose name equals a pattern or
+// matches it as a shell glob (`*`, `?`, `[...]`), in file order. A pattern that matches no
+// case is an error listing the cases of `file`. No patterns: every case.
+Result<std::vector<TestCase>> select_test_cases(std::vector<TestCase> cases,
+                                                const std::vector<std::string>& patterns,
+                                                const std::string& file);
+
 // Checks that the case names only nodes the pipeline has, in roles that fit
 // (deliveries to sources, expectations on sources or operators).
 Status check_test_case(const GraphSpec& spec, const TestCase& test);
 
+// Whether the restart check (TestCase::restart_check) ran for a case, or why not.
+enum class RestartCheck {
+  ran,
+  no_stateful_node,  // nothing to snapshot: the check could not find anything
+  turned_off,        // `restart_check = false`
+  run_failed,        // the uninterrupted run already failed
+};
+// "ran", "no stateful node", "restart_check = false", "the run failed".
+std::string_view restart_check_reason(RestartCheck r);
+
 struct TestOutcome {
   bool passed = false;
   std::string report;  // readable diff when it failed, or the runtime error
+  RestartCheck restart = RestartCheck::ran;
 };
 
 // Runs one case on a fresh task of `spec`.

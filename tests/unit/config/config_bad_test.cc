@@ -341,7 +341,7 @@ const BadCase k_cases[] = {
      {
          "bad/top_level_typo.toml:1:1: error: key 'plugin_dir': unknown top-level key "
          "'plugin_dir'; did you mean 'plugin_dirs'? valid top-level keys are: name, plugin_dirs, "
-         "runtime, admin, checkpoint, sources, operators, sinks",
+         "runtime, admin, checkpoint, sources, operators, sinks, tests",
          "bad/top_level_typo.toml:3:1: warning: node 'lines': output is not read by any node; add "
          "'lines' to the inputs of an operator or sink, or remove it",
      }},
@@ -384,7 +384,7 @@ const BadCase k_cases[] = {
      {
          "bad/unknown_top_level.toml:3:2: error: key 'checkpointing': unknown top-level key "
          "'checkpointing'; did you mean 'checkpoint'? valid top-level keys are: name, "
-         "plugin_dirs, runtime, admin, checkpoint, sources, operators, sinks",
+         "plugin_dirs, runtime, admin, checkpoint, sources, operators, sinks, tests",
          "bad/unknown_top_level.toml:6:1: warning: node 'lines': output is not read by any node; "
          "add 'lines' to the inputs of an operator or sink, or remove it",
      }},
