@@ -27,6 +27,8 @@
 
 namespace sluice::sdk {
 
+class Batch;
+
 /// A named function bound to its arguments (host function_bind), owned: released with
 /// function_release on destruction. Move-only. Calls run on the binding node's executor
 /// thread only; a failed call's reason is already set on the binding node's context, so
@@ -300,6 +302,35 @@ class Context {
     return sdk::parse_json(text, ctx_);
   }
 
+  // --- Emitting part of a batch (SDK helpers; defined after Batch) -------------------------
+  // Each emitted message is the input message with (at most) its value replaced: its key,
+  // headers, event time and key group are kept. Messages go out in chunks of
+  // k_emit_chunk (copied on the stack, no allocation); results are released once emitted.
+  // A failure is returned as emit's (already reported) or as f's.
+
+  /// Messages copied per emit call by emit_mapped and emit_selected.
+  static constexpr size_t k_emit_chunk = 64;
+  /// Emits message i of `batch` with value values[i] (borrowed). Precondition:
+  /// values.size() >= batch.size().
+  Status emit_mapped(const Batch& batch, std::span<const Value> values) const noexcept;
+  /// See emit_mapped(const Batch&, std::span<const Value>).
+  Status emit_mapped(const Batch& batch, std::span<const sl_value> values) const noexcept;
+  /// Emits f(m) as the value of each message m of `batch`, in order. `f(const sl_message&)`
+  /// returns Value or Result<Value>; its first failure stops the batch (messages already
+  /// emitted stay emitted) and is returned.
+  template <class F>
+  requires std::is_invocable_v<F&, const sl_message&> Status emit_mapped(const Batch& batch, F&& f)
+  const;
+  /// Emits message i of `batch` for each keep[i] != 0, unchanged, in order (the batch as it
+  /// is, in one call, when every message is kept). Precondition: keep.size() >= batch.size().
+  Status emit_selected(const Batch& batch, std::span<const uint8_t> keep) const noexcept;
+  /// Emits the messages m of `batch` for which `pred(const sl_message&)` is true (a bool,
+  /// or Result<bool> whose failure stops the batch and is returned).
+  template <class P>
+  requires std::is_invocable_v<P&, const sl_message&> Status emit_selected(const Batch& batch,
+                                                                           P&& pred)
+  const;
+
  private:
   static Status wrap(sl_status st) noexcept {
     return st == SL_OK ? Status() : Status::reported(st);
@@ -398,12 +429,126 @@ class Batch {
   [[nodiscard]] std::span<const sl_message> messages() const noexcept {
     return {reinterpret_cast<const sl_message*>(base_), count_};
   }
+  /// The messages' values, in order, into `out` (cleared first; its room is kept, so a
+  /// vector reused across batches costs no allocation): borrowed from the batch, for
+  /// Function::call_batch and other functions over values.
+  void gather_values(std::vector<sl_value>& out) const {
+    out.clear();
+    out.reserve(count_);
+    for (const sl_message& m : *this) out.push_back(m.value);
+  }
+  /// The messages' values, in order (borrowed from the batch); see gather_values.
+  [[nodiscard]] std::vector<sl_value> values() const {
+    std::vector<sl_value> out;
+    gather_values(out);
+    return out;
+  }
 
  private:
   const char* base_;
   size_t stride_;
   size_t count_;
 };
+
+// --- Context's batch helpers (declared in Context) -------------------------------------
+
+namespace detail {
+
+/// Emits `fill(chunk, i)`-made messages for i in [0, count) in chunks (see
+/// Context::emit_mapped); `fill` returns Status (copy the message, set its value).
+template <class Fill>
+Status emit_chunked(Context ctx, size_t count, Fill&& fill) {
+  std::array<sl_message, Context::k_emit_chunk> chunk;
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i) {
+    SLUICE_SDK_RETURN_IF_ERROR(fill(chunk[n], i));
+    if (++n == chunk.size() || i + 1 == count) {
+      SLUICE_SDK_RETURN_IF_ERROR(ctx.emit(std::span<const sl_message>(chunk.data(), n)));
+      n = 0;
+    }
+  }
+  return {};
+}
+
+}  // namespace detail
+
+inline Status Context::emit_mapped(const Batch& batch,
+                                   std::span<const sl_value> values) const noexcept {
+  return detail::emit_chunked(*this, batch.size(), [&](sl_message& out, size_t i) noexcept {
+    out = batch[i];
+    out.value = values[i];
+    return Status();
+  });
+}
+
+inline Status Context::emit_mapped(const Batch& batch,
+                                   std::span<const Value> values) const noexcept {
+  return emit_mapped(batch, std::span<const sl_value>(raw_array(values), values.size()));
+}
+
+template <class F>
+requires std::is_invocable_v<F&, const sl_message&> Status Context::emit_mapped(const Batch& batch,
+                                                                                F&& f)
+const {
+  // The results of one chunk stay owned here until that chunk was emitted.
+  std::array<Value, k_emit_chunk> held;
+  return detail::emit_chunked(*this, batch.size(), [&](sl_message& out, size_t i) -> Status {
+    const sl_message& m = batch[i];
+    Value& slot = held[i % k_emit_chunk];
+    if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&, const sl_message&>>,
+                                 Value>) {
+      slot = f(m);
+    } else {
+      SLUICE_SDK_ASSIGN_OR_RETURN(slot, f(m));
+    }
+    out = m;
+    out.value = slot.raw();
+    return {};
+  });
+}
+
+inline Status Context::emit_selected(const Batch& batch,
+                                     std::span<const uint8_t> keep) const noexcept {
+  size_t kept = 0;
+  for (size_t i = 0; i < batch.size(); ++i) kept += keep[i] != 0 ? 1 : 0;
+  if (kept == 0) return {};
+  if (kept == batch.size() && batch.contiguous()) return emit(batch.messages());
+  std::array<sl_message, k_emit_chunk> chunk;
+  size_t n = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (keep[i] == 0) continue;
+    chunk[n++] = batch[i];
+    if (n == chunk.size()) {
+      SLUICE_SDK_RETURN_IF_ERROR(emit(std::span<const sl_message>(chunk.data(), n)));
+      n = 0;
+    }
+  }
+  return n == 0 ? Status() : emit(std::span<const sl_message>(chunk.data(), n));
+}
+
+template <class P>
+requires std::is_invocable_v<P&, const sl_message&> Status
+Context::emit_selected(const Batch& batch, P&& pred)
+const {
+  std::array<sl_message, k_emit_chunk> chunk;
+  size_t n = 0;
+  for (const sl_message& m : batch) {
+    bool keep = false;
+    if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<P&, const sl_message&>>,
+                                 Result<bool>>) {
+      SLUICE_SDK_ASSIGN_OR_RETURN(keep, pred(m));
+    } else {
+      keep = static_cast<bool>(pred(m));
+    }
+    if (!keep) continue;
+    chunk[n++] = m;
+    if (n == chunk.size()) {
+      SLUICE_SDK_RETURN_IF_ERROR(emit(std::span<const sl_message>(chunk.data(), n)));
+      n = 0;
+    }
+  }
+  return n == 0 ? Status() : emit(std::span<const sl_message>(chunk.data(), n));
+}
 
 /// Typed access to a node's validated config (or a function's args): an object the host
 /// built from the TOML table, defaults filled in. Getters for a required key throw
@@ -419,6 +564,7 @@ class Config {
   explicit Config(const sl_node_init& init)
       : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {
     input_count_ = init.input_count;
+    task_index_ = init.task_index;
     task_count_ = init.task_count;
     if (init.struct_size >= offsetof(sl_node_init, input_ids) + sizeof(void*) &&
         init.input_ids != nullptr) {
@@ -448,6 +594,9 @@ class Config {
 
   /// How many instances of the graph run ([runtime] tasks); 1 for a bare object.
   [[nodiscard]] uint32_t task_count() const noexcept { return task_count_; }
+  /// Which of them this node belongs to (0 .. task_count() - 1); 0 for a bare object and
+  /// for a validate callback (which checks the config once for every task).
+  [[nodiscard]] uint32_t task_index() const noexcept { return task_index_; }
   /// True when the pipeline has a [checkpoint] table (ABI 1.1 host; false when unknown).
   [[nodiscard]] bool checkpointing() const noexcept { return checkpointing_; }
   /// The pipeline's name (empty when unnamed or unknown).
@@ -585,6 +734,7 @@ class Config {
   std::string where_;
   uint32_t input_count_ = 0;
   uint32_t task_count_ = 1;
+  uint32_t task_index_ = 0;
   bool checkpointing_ = false;
   std::string pipeline_;
   std::vector<std::string> input_ids_;
