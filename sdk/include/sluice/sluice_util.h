@@ -15,7 +15,8 @@
  *    (retained on insert, released on erase), values are opaque pointers released with
  *    the callback given at init.
  *  - Emitting a subset or a transformation of a batch (sl_util_emit_selected,
- *    sl_util_emit_mapped): each message keeps its key, headers, event time and key group.
+ *    sl_util_emit_mapped): each message keeps its key, headers, event time and key group;
+ *    one emit call per batch, as the messages came.
  *  - Snapshot encoding of a map (sl_util_map_encode/decode): the map as an array of
  *    [key, state] pairs the host serialises into the checkpoint, and back.
  *
@@ -550,18 +551,53 @@ static inline sl_value sl_util_map_value_of(void* cell) {
 /* Emitting part of a batch                                                 */
 /* ------------------------------------------------------------------------ */
 
-/** Messages the emit helpers copy per host emit call (on the stack). */
+/** Messages the emit helpers build on the stack; a larger subset is built in one
+ *  malloc'ed buffer per call (or, when that fails, emitted in chunks of this many). */
 #define SL_UTIL_EMIT_CHUNK 64
 
+/* Emits the messages that `take` makes of batch messages (see the two helpers below), in
+ * one emit call when it can. take(i, keep, values, &m): 0 to skip message i, else 1 with
+ * m filled. */
+static inline int sl_util_take_message(const sl_batch* batch, size_t i, const uint8_t* keep,
+                                       const sl_value* values, sl_message* m) {
+  if (keep != SL_UTIL_NULLPTR && keep[i] == 0) return 0;
+  *m = *sl_batch_at(batch, i);
+  if (values != SL_UTIL_NULLPTR) m->value = values[i];
+  return 1;
+}
+static inline sl_status sl_util_emit_taken(const sl_host_api* host, sl_context* ctx,
+                                           const sl_batch* batch, const uint8_t* keep,
+                                           const sl_value* values, size_t taken) {
+  sl_message chunk[SL_UTIL_EMIT_CHUNK];
+  sl_message* buf = chunk;
+  size_t room = SL_UTIL_EMIT_CHUNK, n = 0, i;
+  sl_status st = SL_OK;
+  if (taken > room) {
+    sl_message* big = SL_UTIL_CAST(sl_message*, malloc(taken * sizeof(sl_message)));
+    if (big != SL_UTIL_NULLPTR) {
+      buf = big;
+      room = taken;
+    }
+  }
+  for (i = 0; i < batch->count && st == SL_OK; ++i) {
+    if (!sl_util_take_message(batch, i, keep, values, &buf[n])) continue;
+    if (++n == room) {
+      st = host->emit(ctx, buf, n);
+      n = 0;
+    }
+  }
+  if (st == SL_OK && n > 0) st = host->emit(ctx, buf, n);
+  if (buf != chunk) free(buf);
+  return st;
+}
+
 /** Emits message i of `batch` for every i with keep[i] != 0, in order and unchanged (value,
- *  key, headers, event time, key group), in as few emit calls as it can: the batch as it
- *  is when every message is kept, else chunks of up to SL_UTIL_EMIT_CHUNK messages.
- *  Borrows everything. Returns as emit does (SL_OK when nothing is kept). Executor thread
- *  only, inside a callback. */
+ *  key, headers, event time, key group), in one emit call: the batch as it is when every
+ *  message is kept. Borrows everything. Returns as emit does (SL_OK when nothing is kept).
+ *  Executor thread only, inside a callback. */
 static inline sl_status sl_util_emit_selected(const sl_host_api* host, sl_context* ctx,
                                               const sl_batch* batch, const uint8_t* keep) {
-  sl_message chunk[SL_UTIL_EMIT_CHUNK];
-  size_t n = 0, i, kept = 0;
+  size_t i, kept = 0;
   for (i = 0; i < batch->count; ++i) {
     if (keep[i] != 0) ++kept;
   }
@@ -569,36 +605,16 @@ static inline sl_status sl_util_emit_selected(const sl_host_api* host, sl_contex
   if (kept == batch->count && batch->message_size == sizeof(sl_message)) {
     return host->emit(ctx, batch->messages, batch->count);
   }
-  for (i = 0; i < batch->count; ++i) {
-    if (!keep[i]) continue;
-    chunk[n++] = *sl_batch_at(batch, i);
-    if (n == SL_UTIL_EMIT_CHUNK) {
-      sl_status st = host->emit(ctx, chunk, n);
-      if (st != SL_OK) return st;
-      n = 0;
-    }
-  }
-  return n > 0 ? host->emit(ctx, chunk, n) : SL_OK;
+  return sl_util_emit_taken(host, ctx, batch, keep, SL_UTIL_NULLPTR, kept);
 }
 
 /** Emits one message per message of `batch`, with value `values[i]` (borrowed: the caller
- *  releases what it made) and the key, headers, event time and key group of message i.
- *  Chunks of up to SL_UTIL_EMIT_CHUNK messages. Returns as emit does. Executor thread
- *  only, inside a callback. */
+ *  releases what it made) and the key, headers, event time and key group of message i, in
+ *  one emit call. Returns as emit does. Executor thread only, inside a callback. */
 static inline sl_status sl_util_emit_mapped(const sl_host_api* host, sl_context* ctx,
                                             const sl_batch* batch, const sl_value* values) {
-  sl_message chunk[SL_UTIL_EMIT_CHUNK];
-  size_t n = 0, i;
-  for (i = 0; i < batch->count; ++i) {
-    chunk[n] = *sl_batch_at(batch, i);
-    chunk[n++].value = values[i];
-    if (n == SL_UTIL_EMIT_CHUNK || i + 1 == batch->count) {
-      sl_status st = host->emit(ctx, chunk, n);
-      if (st != SL_OK) return st;
-      n = 0;
-    }
-  }
-  return SL_OK;
+  if (batch->count == 0) return SL_OK;
+  return sl_util_emit_taken(host, ctx, batch, SL_UTIL_NULLPTR, values, batch->count);
 }
 
 /** The values of `batch` into out[0 .. count) (borrowed from the batch), for a function

@@ -70,7 +70,9 @@ sl_status src_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* state)
 
 // record: one line per message: value, key, event time, headers (JSON), key group.
 std::vector<std::string> g_lines;
+size_t g_batches = 0;  // process calls of the sink: one per emit call upstream
 sl_status record_process(void*, sl_context*, uint32_t, const sl_batch* batch) {
+  ++g_batches;
   for (size_t i = 0; i < batch->count; ++i) {
     const sl_message* m = sl_batch_at(batch, i);
     g_lines.push_back(json_dump(m->value) + " " + json_dump(m->key) + " " +
@@ -147,6 +149,7 @@ class SdkHelpersTest : public ::testing::Test {
   // Runs the pipeline to its end as task `index` of `count`; the sink's lines in g_lines.
   Status run(const std::string& toml, uint32_t index = 0, uint32_t count = 1) {
     g_lines.clear();
+    g_batches = 0;
     auto s = spec(toml);
     if (!s) return Status(SL_INVALID_ARGUMENT, "invalid config");
     Task task(*s, TaskOptions{s->runtime.batch_size, index, count, &clock_});
@@ -214,8 +217,8 @@ TEST_F(SdkHelpersTest, CMapSnapshotRoundTripsThroughJson) {
 // --- the C helpers in a running task ------------------------------------------------------
 
 TEST_F(SdkHelpersTest, CEmitSelectedKeepsKeyHeadersTimeAndKeyGroup) {
-  // Batches of 150: a subset larger than one emit chunk (64), all of a batch (emitted as
-  // it is), and none of it.
+  // Batches of 150: a subset larger than the 64 messages built on the stack, all of a
+  // batch (emitted as it is), and none of it; each batch's subset in one emit call.
   struct Case {
     std::string op;
     std::vector<int64_t> kept;
@@ -239,6 +242,7 @@ TEST_F(SdkHelpersTest, CEmitSelectedKeepsKeyHeadersTimeAndKeyGroup) {
     std::vector<std::string> want;
     for (int64_t i : c.kept) want.push_back(line(i, std::to_string(i)));
     EXPECT_EQ(g_lines, want) << c.op;
+    EXPECT_EQ(g_batches, c.kept.empty() ? 0u : 3u) << c.op;
   }
 }
 
@@ -258,8 +262,9 @@ TEST_F(SdkHelpersTest, CEmitMappedKeepsKeyHeadersTimeAndKeyGroup) {
   ASSERT_EQ(g_lines.size(), 200u);
   EXPECT_EQ(g_lines[0], line(0, "0.0"));
   EXPECT_EQ(g_lines[1], line(1, "1.5"));
-  EXPECT_EQ(g_lines[64], line(64, "96.0"));  // the second emit chunk of the first batch
+  EXPECT_EQ(g_lines[64], line(64, "96.0"));  // past the 64 messages built on the stack
   EXPECT_EQ(g_lines[199], line(199, "298.5"));
+  EXPECT_EQ(g_batches, 2u);  // one emit call per batch
 }
 
 TEST_F(SdkHelpersTest, CMapStateSurvivesSnapshotAndRestore) {
@@ -306,6 +311,7 @@ TEST_F(SdkHelpersTest, EmitMappedKeepsKeyHeadersTimeAndKeyGroup) {
   for (int64_t i : {0, 63, 64, 149, 150, 199}) {
     EXPECT_EQ(g_lines[static_cast<size_t>(i)], line(i, std::to_string(i * 10)));
   }
+  EXPECT_EQ(g_batches, 2u);
 }
 
 TEST_F(SdkHelpersTest, EmitMappedReturnsTheFunctionsFailure) {
@@ -314,8 +320,7 @@ TEST_F(SdkHelpersTest, EmitMappedReturnsTheFunctionsFailure) {
   Status st = run(toml);
   ASSERT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("cxx_times_ten: not an int"), std::string::npos) << st.message();
-  // The first chunk (0..63) went out before the failure; nothing of the failing chunk did.
-  EXPECT_EQ(g_lines.size(), 64u);
+  EXPECT_EQ(g_lines.size(), 0u);  // nothing of the failing batch went out
 }
 
 TEST_F(SdkHelpersTest, EmitSelectedKeepsKeyHeadersTimeAndKeyGroup) {
@@ -324,6 +329,7 @@ TEST_F(SdkHelpersTest, EmitSelectedKeepsKeyHeadersTimeAndKeyGroup) {
   std::vector<std::string> want;
   for (int64_t i = 0; i < 300; i += 2) want.push_back(line(i, std::to_string(i)));
   EXPECT_EQ(g_lines, want);
+  EXPECT_EQ(g_batches, 2u);
 
   st = run(pipeline(20, 7, "type = \"cxx_every_third\"\n"));  // batches 0-6, 7-13, 14-19
   ASSERT_TRUE(st.is_ok()) << st.message();

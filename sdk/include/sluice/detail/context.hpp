@@ -11,6 +11,7 @@
 
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -304,32 +305,29 @@ class Context {
 
   // --- Emitting part of a batch (SDK helpers; defined after Batch) -------------------------
   // Each emitted message is the input message with (at most) its value replaced: its key,
-  // headers, event time and key group are kept. Messages go out in chunks of
-  // k_emit_chunk (copied on the stack, no allocation); results are released once emitted.
-  // A failure is returned as emit's (already reported) or as f's.
+  // headers, event time and key group are kept. All of them go out in one emit call, as
+  // the batch came: up to k_emit_stack messages are built on the stack, more in one
+  // allocation per call. A failure is returned as emit's (already reported) or as f's
+  // (then nothing of the batch was emitted).
 
-  /// Messages copied per emit call by emit_mapped and emit_selected.
-  static constexpr size_t k_emit_chunk = 64;
+  /// Messages the batch helpers build on the stack.
+  static constexpr size_t k_emit_stack = 64;
   /// Emits message i of `batch` with value values[i] (borrowed). Precondition:
   /// values.size() >= batch.size().
-  Status emit_mapped(const Batch& batch, std::span<const Value> values) const noexcept;
+  Status emit_mapped(const Batch& batch, std::span<const Value> values) const;
   /// See emit_mapped(const Batch&, std::span<const Value>).
-  Status emit_mapped(const Batch& batch, std::span<const sl_value> values) const noexcept;
+  Status emit_mapped(const Batch& batch, std::span<const sl_value> values) const;
   /// Emits f(m) as the value of each message m of `batch`, in order. `f(const sl_message&)`
-  /// returns Value or Result<Value>; its first failure stops the batch (messages already
-  /// emitted stay emitted) and is returned.
-  template <class F>
-  requires std::is_invocable_v<F&, const sl_message&> Status emit_mapped(const Batch& batch, F&& f)
-  const;
+  /// returns Value or Result<Value>; its first failure is returned and nothing is emitted.
+  template <std::invocable<const sl_message&> F>
+  Status emit_mapped(const Batch& batch, F&& f) const;
   /// Emits message i of `batch` for each keep[i] != 0, unchanged, in order (the batch as it
-  /// is, in one call, when every message is kept). Precondition: keep.size() >= batch.size().
-  Status emit_selected(const Batch& batch, std::span<const uint8_t> keep) const noexcept;
+  /// is when every message is kept). Precondition: keep.size() >= batch.size().
+  Status emit_selected(const Batch& batch, std::span<const uint8_t> keep) const;
   /// Emits the messages m of `batch` for which `pred(const sl_message&)` is true (a bool,
-  /// or Result<bool> whose failure stops the batch and is returned).
-  template <class P>
-  requires std::is_invocable_v<P&, const sl_message&> Status emit_selected(const Batch& batch,
-                                                                           P&& pred)
-  const;
+  /// or Result<bool> whose failure is returned, with nothing emitted).
+  template <std::invocable<const sl_message&> P>
+  Status emit_selected(const Batch& batch, P&& pred) const;
 
  private:
   static Status wrap(sl_status st) noexcept {
@@ -454,100 +452,92 @@ class Batch {
 
 namespace detail {
 
-/// Emits `fill(chunk, i)`-made messages for i in [0, count) in chunks (see
-/// Context::emit_mapped); `fill` returns Status (copy the message, set its value).
-template <class Fill>
-Status emit_chunked(Context ctx, size_t count, Fill&& fill) {
-  std::array<sl_message, Context::k_emit_chunk> chunk;
-  size_t n = 0;
-  for (size_t i = 0; i < count; ++i) {
-    SLUICE_SDK_RETURN_IF_ERROR(fill(chunk[n], i));
-    if (++n == chunk.size() || i + 1 == count) {
-      SLUICE_SDK_RETURN_IF_ERROR(ctx.emit(std::span<const sl_message>(chunk.data(), n)));
-      n = 0;
-    }
+/// Room for `n` items: on the stack up to Context::k_emit_stack, else one allocation.
+template <class T>
+class EmitBuffer {
+ public:
+  explicit EmitBuffer(size_t n) {
+    if (n > small_.size()) big_.resize(n);
   }
-  return {};
+  T* data() noexcept { return big_.empty() ? small_.data() : big_.data(); }
+
+ private:
+  std::array<T, Context::k_emit_stack> small_{};
+  std::vector<T> big_;
+};
+
+/// Emits, in one call, a copy of each message i of `batch` with keep(i), after
+/// make(i, copy) (a Status) set its value; `count` is how many keep(i) accepts.
+template <class Keep, class Make>
+Status emit_built(Context ctx, const Batch& batch, size_t count, Keep&& keep, Make&& make) {
+  EmitBuffer<sl_message> out(count);
+  sl_message* buf = out.data();
+  size_t n = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!keep(i)) continue;
+    buf[n] = batch[i];
+    SLUICE_SDK_RETURN_IF_ERROR(make(i, buf[n]));
+    ++n;
+  }
+  return n == 0 ? Status() : ctx.emit(std::span<const sl_message>(buf, n));
 }
 
 }  // namespace detail
 
-inline Status Context::emit_mapped(const Batch& batch,
-                                   std::span<const sl_value> values) const noexcept {
-  return detail::emit_chunked(*this, batch.size(), [&](sl_message& out, size_t i) noexcept {
-    out = batch[i];
-    out.value = values[i];
-    return Status();
-  });
+inline Status Context::emit_mapped(const Batch& batch, std::span<const sl_value> values) const {
+  return detail::emit_built(
+      *this, batch, batch.size(), [](size_t) { return true; },
+      [&](size_t i, sl_message& m) {
+        m.value = values[i];
+        return Status();
+      });
 }
 
-inline Status Context::emit_mapped(const Batch& batch,
-                                   std::span<const Value> values) const noexcept {
+inline Status Context::emit_mapped(const Batch& batch, std::span<const Value> values) const {
   return emit_mapped(batch, std::span<const sl_value>(raw_array(values), values.size()));
 }
 
-template <class F>
-requires std::is_invocable_v<F&, const sl_message&> Status Context::emit_mapped(const Batch& batch,
-                                                                                F&& f)
-const {
-  // The results of one chunk stay owned here until that chunk was emitted.
-  std::array<Value, k_emit_chunk> held;
-  return detail::emit_chunked(*this, batch.size(), [&](sl_message& out, size_t i) -> Status {
-    const sl_message& m = batch[i];
-    Value& slot = held[i % k_emit_chunk];
-    if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&, const sl_message&>>,
-                                 Value>) {
-      slot = f(m);
-    } else {
-      SLUICE_SDK_ASSIGN_OR_RETURN(slot, f(m));
-    }
-    out = m;
-    out.value = slot.raw();
-    return {};
-  });
+template <std::invocable<const sl_message&> F>
+Status Context::emit_mapped(const Batch& batch, F&& f) const {
+  using R = std::decay_t<std::invoke_result_t<F&, const sl_message&>>;
+  detail::EmitBuffer<Value> held(batch.size());  // the results, until emitted
+  Value* results = held.data();
+  return detail::emit_built(
+      *this, batch, batch.size(), [](size_t) { return true; },
+      [&](size_t i, sl_message& m) -> Status {
+        if constexpr (std::is_same_v<R, Value>) {
+          results[i] = f(std::as_const(m));
+        } else {
+          SLUICE_SDK_ASSIGN_OR_RETURN(results[i], f(std::as_const(m)));
+        }
+        m.value = results[i].raw();
+        return {};
+      });
 }
 
-inline Status Context::emit_selected(const Batch& batch,
-                                     std::span<const uint8_t> keep) const noexcept {
+inline Status Context::emit_selected(const Batch& batch, std::span<const uint8_t> keep) const {
   size_t kept = 0;
   for (size_t i = 0; i < batch.size(); ++i) kept += keep[i] != 0 ? 1 : 0;
-  if (kept == 0) return {};
-  if (kept == batch.size() && batch.contiguous()) return emit(batch.messages());
-  std::array<sl_message, k_emit_chunk> chunk;
-  size_t n = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (keep[i] == 0) continue;
-    chunk[n++] = batch[i];
-    if (n == chunk.size()) {
-      SLUICE_SDK_RETURN_IF_ERROR(emit(std::span<const sl_message>(chunk.data(), n)));
-      n = 0;
-    }
-  }
-  return n == 0 ? Status() : emit(std::span<const sl_message>(chunk.data(), n));
+  if (kept == batch.size() && kept != 0 && batch.contiguous()) return emit(batch.messages());
+  return detail::emit_built(
+      *this, batch, kept, [&](size_t i) { return keep[i] != 0; },
+      [](size_t, sl_message&) { return Status(); });
 }
 
-template <class P>
-requires std::is_invocable_v<P&, const sl_message&> Status
-Context::emit_selected(const Batch& batch, P&& pred)
-const {
-  std::array<sl_message, k_emit_chunk> chunk;
-  size_t n = 0;
-  for (const sl_message& m : batch) {
-    bool keep = false;
-    if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<P&, const sl_message&>>,
-                                 Result<bool>>) {
-      SLUICE_SDK_ASSIGN_OR_RETURN(keep, pred(m));
+template <std::invocable<const sl_message&> P>
+Status Context::emit_selected(const Batch& batch, P&& pred) const {
+  using R = std::decay_t<std::invoke_result_t<P&, const sl_message&>>;
+  detail::EmitBuffer<uint8_t> keep(batch.size());
+  uint8_t* flags = keep.data();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if constexpr (std::is_same_v<R, Result<bool>>) {
+      SLUICE_SDK_ASSIGN_OR_RETURN(const bool k, pred(batch[i]));
+      flags[i] = k ? 1 : 0;
     } else {
-      keep = static_cast<bool>(pred(m));
-    }
-    if (!keep) continue;
-    chunk[n++] = m;
-    if (n == chunk.size()) {
-      SLUICE_SDK_RETURN_IF_ERROR(emit(std::span<const sl_message>(chunk.data(), n)));
-      n = 0;
+      flags[i] = static_cast<bool>(pred(batch[i])) ? 1 : 0;
     }
   }
-  return n == 0 ? Status() : emit(std::span<const sl_message>(chunk.data(), n));
+  return emit_selected(batch, std::span<const uint8_t>(flags, batch.size()));
 }
 
 /// Typed access to a node's validated config (or a function's args): an object the host
