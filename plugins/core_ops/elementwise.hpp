@@ -65,7 +65,6 @@ class Starmap final : public sdk::Operator {
   std::vector<sl_value> argv_;  // per-element scratch, reused
   std::vector<sdk::Value> items_;
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 /// `pluck`: x[pick], or the array of x[p] for each p of a list.
@@ -93,7 +92,6 @@ class Pluck final : public sdk::Operator {
   sdk::Value picks_;  // an array of strings and ints
   bool many_ = false;
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 /// `flatten`: the items of each array element, one level deep.
@@ -148,7 +146,6 @@ class Slice final : public sdk::Operator {
   int64_t end_;  // INT64_MAX when absent
   int64_t step_;
   int64_t position_ = 0;  // of the next element; stops growing at end_
-  std::vector<sl_message> kept_;
 };
 
 /// `unique`: elements whose key was not seen (among the last `maxsize` distinct keys).
@@ -190,7 +187,6 @@ class Unique final : public sdk::Operator {
   std::unordered_map<sdk::Value, std::list<sdk::Value>::iterator, ValueHash, ValueEq> where_;
   std::vector<sl_value> in_;
   std::vector<sdk::Value> keys_;
-  std::vector<sl_message> kept_;
 };
 
 /// `accumulate`: a running reduction state = function(state, x).
@@ -275,7 +271,6 @@ class Frequencies final : public sdk::Operator {
   std::vector<std::pair<std::string, int64_t>> counts_;  // first appearance order
   std::unordered_map<std::string, size_t> index_;
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 }  // namespace sluice::core_ops
