@@ -20,20 +20,6 @@
 
 namespace sluice::core_ops {
 
-/// Hash and equality of values as the host compares them (1 == 1.0, objects regardless of
-/// key order), for containers keyed by element or group key.
-struct ValueHash {
-  size_t operator()(const sdk::Value& v) const noexcept {
-    return static_cast<size_t>(sdk::hash(v));
-  }
-};
-/// See ValueHash.
-struct ValueEq {
-  bool operator()(const sdk::Value& a, const sdk::Value& b) const noexcept {
-    return sdk::equals(a, b);
-  }
-};
-
 /// Binds the SL_PARAM_FUNCTION key `key` (a named function or a Lua function) without
 /// checking its kind: callers call it with the arity they need, and a function that does not
 /// take it fails at its first call with its own message. A failure is already reported on
@@ -184,7 +170,7 @@ class Unique final : public sdk::Operator {
   sdk::Function key_fn_;       // empty: the element itself
   int64_t maxsize_;            // 0: unbounded
   std::list<sdk::Value> lru_;  // least recently seen first
-  std::unordered_map<sdk::Value, std::list<sdk::Value>::iterator, ValueHash, ValueEq> where_;
+  sdk::ValueMap<std::list<sdk::Value>::iterator> where_;
   std::vector<sl_value> in_;
   std::vector<sdk::Value> keys_;
 };
