@@ -62,8 +62,9 @@ class Even final : public sdk::Operator {
   static constexpr const char* k_name = "cxx_even";
   static constexpr const char* k_doc = "Even ints, through Context::emit_selected.";
   Status process(Context ctx, uint32_t /*input*/, Batch batch) override {
-    return ctx.emit_selected(batch, [](const sl_message& m) {
-      return m.value.kind == SL_KIND_INT && m.value.as.i % 2 == 0;
+    return ctx.emit_selected(batch, [](const sl_message& m) -> Result<bool> {
+      if (m.value.kind != SL_KIND_INT) return sdk::invalid_argument("cxx_even: not an int");
+      return m.value.as.i % 2 == 0;
     });
   }
 };

@@ -12,9 +12,9 @@ namespace sluice::test_support {
 /// "cxx_times_ten" (Context::emit_mapped with a function returning Result<Value>: x * 10,
 /// an error for a non-int), "cxx_tag" (emit_mapped over a span of Values: [x, task_index,
 /// task_count, pipeline, checkpointing] from Config), "cxx_even" (emit_selected with a
-/// predicate: even ints) and "cxx_every_third" (emit_selected with a mask over
-/// Batch::values(): positions 0, 3, 6, ... of each batch). The SDK's host table must be set
-/// (sdk::set_host) before use.
+/// predicate returning Result<bool>: even ints, an error for a non-int) and "cxx_every_third"
+/// (emit_selected with a mask over Batch::values(): positions 0, 3, 6, ... of each batch). The
+/// SDK's host table must be set (sdk::set_host) before use.
 std::span<const sl_node_type* const> cxx_helper_node_types();
 
 /// sluice::sdk::set_host(table), callable from a file that does not include sluice.hpp.

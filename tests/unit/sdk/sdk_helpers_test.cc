@@ -314,13 +314,20 @@ TEST_F(SdkHelpersTest, EmitMappedKeepsKeyHeadersTimeAndKeyGroup) {
   EXPECT_EQ(g_batches, 2u);
 }
 
-TEST_F(SdkHelpersTest, EmitMappedReturnsTheFunctionsFailure) {
+TEST_F(SdkHelpersTest, EmitMappedAndSelectedReturnTheFunctionsFailure) {
   std::string toml = pipeline(100, 150, "type = \"cxx_times_ten\"\n");
   toml.replace(toml.find("n = 100\n"), 8, "n = 100\nstring_at = 70\n");
   Status st = run(toml);
   ASSERT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("cxx_times_ten: not an int"), std::string::npos) << st.message();
   EXPECT_EQ(g_lines.size(), 0u);  // nothing of the failing batch went out
+
+  toml = pipeline(100, 150, "type = \"cxx_even\"\n");
+  toml.replace(toml.find("n = 100\n"), 8, "n = 100\nstring_at = 70\n");
+  st = run(toml);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("cxx_even: not an int"), std::string::npos) << st.message();
+  EXPECT_EQ(g_lines.size(), 0u);
 }
 
 TEST_F(SdkHelpersTest, EmitSelectedKeepsKeyHeadersTimeAndKeyGroup) {

@@ -453,17 +453,19 @@ class Batch {
 namespace detail {
 
 /// Room for `n` items: on the stack up to Context::k_emit_stack, else one allocation.
+/// Default-initialised, so trivial items (messages, flags) are not zeroed first: every slot
+/// is written before it is read.
 template <class T>
 class EmitBuffer {
  public:
   explicit EmitBuffer(size_t n) {
-    if (n > small_.size()) big_.resize(n);
+    if (n > small_.size()) big_.reset(new T[n]);  // NOLINT(cppcoreguidelines-owning-memory)
   }
-  T* data() noexcept { return big_.empty() ? small_.data() : big_.data(); }
+  T* data() noexcept { return big_ ? big_.get() : small_.data(); }
 
  private:
-  std::array<T, Context::k_emit_stack> small_{};
-  std::vector<T> big_;
+  std::array<T, Context::k_emit_stack> small_;
+  std::unique_ptr<T[]> big_;  // NOLINT(*-avoid-c-arrays): uninitialised room, unlike vector
 };
 
 /// Emits, in one call, a copy of each message i of `batch` with keep(i), after
@@ -518,7 +520,8 @@ Status Context::emit_mapped(const Batch& batch, F&& f) const {
 inline Status Context::emit_selected(const Batch& batch, std::span<const uint8_t> keep) const {
   size_t kept = 0;
   for (size_t i = 0; i < batch.size(); ++i) kept += keep[i] != 0 ? 1 : 0;
-  if (kept == batch.size() && kept != 0 && batch.contiguous()) return emit(batch.messages());
+  if (kept == 0) return {};
+  if (kept == batch.size() && batch.contiguous()) return emit(batch.messages());
   return detail::emit_built(
       *this, batch, kept, [&](size_t i) { return keep[i] != 0; },
       [](size_t, sl_message&) { return Status(); });
