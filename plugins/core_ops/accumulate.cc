@@ -165,13 +165,7 @@ Status Frequencies::process(Context ctx, uint32_t /*input*/, Batch batch) {
     count(string_form(x), 1);  // the keys of count_by and to_string
     out_.push_back(table());
   }
-  messages_.clear();
-  size_t i = 0;
-  for (const sl_message& m : batch) {
-    sl_message& out = messages_.emplace_back(m);
-    out.value = out_[i++].raw();
-  }
-  Status st = ctx.emit(messages_);
+  Status st = ctx.emit_mapped(batch, std::span<const Value>(out_));
   out_.clear();
   return st;
 }

@@ -70,13 +70,7 @@ Status Starmap::process(Context ctx, uint32_t /*input*/, Batch batch) {
     out_.push_back(std::move(y));
   }
   items_.clear();
-  messages_.clear();
-  size_t i = 0;
-  for (const sl_message& m : batch) {
-    sl_message& out = messages_.emplace_back(m);  // key, headers, timestamp borrowed from m
-    out.value = out_[i++].raw();
-  }
-  Status st = ctx.emit(messages_);
+  Status st = ctx.emit_mapped(batch, std::span<const Value>(out_));
   out_.clear();
   return st;
 }
@@ -155,13 +149,7 @@ Status Pluck::process(Context ctx, uint32_t /*input*/, Batch batch) {
     }
     out_.push_back(Value::array(picked));
   }
-  messages_.clear();
-  size_t i = 0;
-  for (const sl_message& m : batch) {
-    sl_message& out = messages_.emplace_back(m);
-    out.value = out_[i++].raw();
-  }
-  Status st = ctx.emit(messages_);
+  Status st = ctx.emit_mapped(batch, std::span<const Value>(out_));
   out_.clear();
   return st;
 }
@@ -196,14 +184,12 @@ Slice::Slice(Context /*ctx*/, const Config& cfg)
       step_(find_int_at_least(cfg, "step", 1).value_or(1)) {}
 
 Status Slice::process(Context ctx, uint32_t /*input*/, Batch batch) {
-  kept_.clear();
-  for (const sl_message& m : batch) {
-    if (position_ >= end_) break;
-    if (position_ >= start_ && (position_ - start_) % step_ == 0) kept_.push_back(m);
+  return ctx.emit_selected(batch, [this](const sl_message& /*m*/) {
+    if (position_ >= end_) return false;  // the position stays at the end
+    const bool keep = position_ >= start_ && (position_ - start_) % step_ == 0;
     ++position_;
-  }
-  if (kept_.empty()) return {};
-  return ctx.emit(kept_);
+    return keep;
+  });
 }
 
 Result<Value> Slice::snapshot(Context /*ctx*/) {
@@ -244,21 +230,18 @@ bool Unique::see(Value key) {
 
 Status Unique::process(Context ctx, uint32_t /*input*/, Batch batch) {
   if (key_fn_) {
-    in_.clear();
-    for (const sl_message& m : batch) in_.push_back(m.value);
+    batch.gather_values(in_);
     keys_.resize(batch.size());
     SLUICE_SDK_RETURN_IF_ERROR(key_fn_.call_batch(in_, keys_));
   }
-  kept_.clear();
   size_t i = 0;
-  for (const sl_message& m : batch) {
+  Status st = ctx.emit_selected(batch, [&](const sl_message& m) {
     Value key = key_fn_ ? std::move(keys_[i]) : Value::borrow(m.value);
     ++i;
-    if (see(std::move(key))) kept_.push_back(m);
-  }
+    return see(std::move(key));
+  });
   keys_.clear();
-  if (kept_.empty()) return {};
-  return ctx.emit(kept_);
+  return st;
 }
 
 Result<Value> Unique::snapshot(Context /*ctx*/) {

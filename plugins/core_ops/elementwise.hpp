@@ -20,20 +20,6 @@
 
 namespace sluice::core_ops {
 
-/// Hash and equality of values as the host compares them (1 == 1.0, objects regardless of
-/// key order), for containers keyed by element or group key.
-struct ValueHash {
-  size_t operator()(const sdk::Value& v) const noexcept {
-    return static_cast<size_t>(sdk::hash(v));
-  }
-};
-/// See ValueHash.
-struct ValueEq {
-  bool operator()(const sdk::Value& a, const sdk::Value& b) const noexcept {
-    return sdk::equals(a, b);
-  }
-};
-
 /// Binds the SL_PARAM_FUNCTION key `key` (a named function or a Lua function) without
 /// checking its kind: callers call it with the arity they need, and a function that does not
 /// take it fails at its first call with its own message. A failure is already reported on
@@ -65,7 +51,6 @@ class Starmap final : public sdk::Operator {
   std::vector<sl_value> argv_;  // per-element scratch, reused
   std::vector<sdk::Value> items_;
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 /// `pluck`: x[pick], or the array of x[p] for each p of a list.
@@ -93,7 +78,6 @@ class Pluck final : public sdk::Operator {
   sdk::Value picks_;  // an array of strings and ints
   bool many_ = false;
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 /// `flatten`: the items of each array element, one level deep.
@@ -148,7 +132,6 @@ class Slice final : public sdk::Operator {
   int64_t end_;  // INT64_MAX when absent
   int64_t step_;
   int64_t position_ = 0;  // of the next element; stops growing at end_
-  std::vector<sl_message> kept_;
 };
 
 /// `unique`: elements whose key was not seen (among the last `maxsize` distinct keys).
@@ -187,10 +170,9 @@ class Unique final : public sdk::Operator {
   sdk::Function key_fn_;       // empty: the element itself
   int64_t maxsize_;            // 0: unbounded
   std::list<sdk::Value> lru_;  // least recently seen first
-  std::unordered_map<sdk::Value, std::list<sdk::Value>::iterator, ValueHash, ValueEq> where_;
+  sdk::ValueMap<std::list<sdk::Value>::iterator> where_;
   std::vector<sl_value> in_;
   std::vector<sdk::Value> keys_;
-  std::vector<sl_message> kept_;
 };
 
 /// `accumulate`: a running reduction state = function(state, x).
@@ -275,7 +257,6 @@ class Frequencies final : public sdk::Operator {
   std::vector<std::pair<std::string, int64_t>> counts_;  // first appearance order
   std::unordered_map<std::string, size_t> index_;
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 }  // namespace sluice::core_ops

@@ -238,9 +238,7 @@ Status EventTime::process(Context ctx, uint32_t /*input*/, Batch batch) {
   const int64_t now = ctx.now_ns();
   const int64_t future_limit = future_ns_ != 0 ? saturating_add(now, future_ns_) : INT64_MAX;
   if (fn_) {
-    in_.clear();
-    in_.reserve(batch.size());
-    for (const sl_message& m : batch) in_.push_back(m.value);  // borrowed from the batch
+    batch.gather_values(in_);  // borrowed from the batch
     times_.clear();
     times_.resize(batch.size());  // null slots, as call_batch expects
     SLUICE_SDK_RETURN_IF_ERROR(fn_.call_batch(in_, times_));

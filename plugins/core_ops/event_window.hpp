@@ -114,7 +114,7 @@ class EventWindow final : public sdk::Operator {
   };
   /// A key's windows: slot numbers, by start (sessions: disjoint and not touching).
   using KeyWindows = std::vector<uint32_t>;
-  using Group = std::unordered_map<sdk::Value, KeyWindows, KeyHash, KeyEq>;
+  using Group = sdk::ValueMap<KeyWindows>;
   /// One open window [start, end) (ms) of a key in a key group. Slots are reused: seq 0
   /// marks a free one, and entries of the firing index name a slot with its seq.
   struct Slot {

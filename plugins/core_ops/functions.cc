@@ -126,15 +126,19 @@ Result<Value> Arithmetic<Op>::call(ValueRef x) const {
 
 template <ArithOp Op>
 Status Arithmetic<Op>::call_batch(Context /*ctx*/, Args in, std::span<Value> out) const {
-  const bool int_operand = operand_.is_int() && Op != ArithOp::div;
-  const int64_t b = operand_.raw().as.i;
-  for (size_t i = 0; i < in.size(); ++i) {
-    int64_t r = 0;  // ints: inline, no host call, no Result
-    if (int_operand && in[i].is_int() && int_op<Op>(in[i].raw().as.i, b, r)) {
-      out[i] = Value::integer(r);
-      continue;
+  // The slots are null on entry (the SDK's trampoline) and ValueRef and Value have
+  // sl_value's layout: the int fast path writes its ints straight into them.
+  const auto* raw_in = reinterpret_cast<const sl_value*>(in.data());
+  auto* raw_out = reinterpret_cast<sl_value*>(out.data());
+  const size_t n = in.size();
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (Op != ArithOp::div) {
+      if (operand_.is_int()) {
+        i += int_arith_run<Op>(raw_in + i, n - i, operand_.raw().as.i, raw_out + i);
+        if (i == n) break;
+      }
     }
-    SLUICE_SDK_ASSIGN_OR_RETURN(out[i], apply<Op>(in[i], operand_));
+    SLUICE_SDK_ASSIGN_OR_RETURN(out[i], apply<Op>(in[i], operand_));  // the rest, errors
   }
   return {};
 }
@@ -178,17 +182,16 @@ Status Compare<Op>::call_batch(Context /*ctx*/, Args in, std::span<Value> out) c
     for (size_t i = 0; i < in.size(); ++i) out[i] = Value::boolean(call(in[i]));
     return {};
   }
-  const bool int_operand = operand_.is_int();
-  const int64_t b = operand_.raw().as.i;
-  for (size_t i = 0; i < in.size(); ++i) {
-    int c = 0;
-    if (int_operand && in[i].is_int()) {  // ints: compare inline, no host call
-      const int64_t a = in[i].raw().as.i;
-      c = (a > b) - (a < b);
-    } else {
-      c = sdk::compare(in[i], operand_);
+  // As Arithmetic's: null slots on entry, filled by the int fast path where it can.
+  const auto* raw_in = reinterpret_cast<const sl_value*>(in.data());
+  auto* raw_out = reinterpret_cast<sl_value*>(out.data());
+  const size_t n = in.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (operand_.is_int()) {
+      i += int_compare_run<Op>(raw_in + i, n - i, operand_.raw().as.i, raw_out + i);
+      if (i == n) break;
     }
-    out[i] = Value::boolean(holds<Op>(c));
+    out[i] = Value::boolean(holds<Op>(sdk::compare(in[i], operand_)));
   }
   return {};
 }

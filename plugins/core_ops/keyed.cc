@@ -79,9 +79,7 @@ Reducer::Reducer(Context ctx, const Config& cfg) : fn_(bind_callable(ctx, cfg, "
 KeyBy::KeyBy(Context ctx, const Config& cfg) : fn_(bind_element_function(ctx, cfg, "function")) {}
 
 Status KeyBy::process(Context ctx, uint32_t /*input*/, Batch batch) {
-  in_.clear();
-  in_.reserve(batch.size());
-  for (const sl_message& m : batch) in_.push_back(m.value);  // borrowed from the batch
+  batch.gather_values(in_);  // borrowed from the batch
   keys_.clear();
   keys_.resize(batch.size());  // null slots, as map_keys expects
   SLUICE_SDK_RETURN_IF_ERROR(map_keys(ctx, in_, keys_));

@@ -122,7 +122,7 @@ class Aggregate final : public sdk::Operator {
     sdk::Value acc;
     int64_t seen_ns = 0;
   };
-  using Group = std::unordered_map<sdk::Value, Entry, KeyHash, KeyEq>;
+  using Group = sdk::ValueMap<Entry>;
   /// The group of `key_group`, created when new (the last one is cached: a batch from a
   /// partitioned source is usually one partition).
   Group& group(uint64_t key_group);

@@ -1,7 +1,7 @@
 // What the keyed operators of core_ops share (aggregate in keyed.hpp, window in
-// event_window.hpp): lookups by a borrowed key, owned copies of keys, the reducer they bind
-// from `function` and `start` with its int fast path, and the key-group names of their
-// snapshots. Defined in keyed.cc.
+// event_window.hpp; their per-group maps are sdk::ValueMap, searched by a borrowed key):
+// owned copies of keys, the reducer they bind from `function` and `start` with its int fast
+// path, and the key-group names of their snapshots. Defined in keyed.cc.
 #pragma once
 
 #include <sluice/sluice.hpp>
@@ -11,30 +11,6 @@
 #include <string_view>
 
 namespace sluice::core_ops {
-
-/// Lookups by a borrowed key (no reference taken per message): hash and equality as the
-/// host compares values. Deliberately not noexcept: libstdc++ then keeps each node's hash
-/// (a noexcept hash counts as cheap, and every lookup re-hashed the nodes it walked past,
-/// a host call each: 17 % of restoring a million keys).
-struct KeyHash {
-  using is_transparent = void;
-  size_t operator()(sdk::ValueRef v) const { return static_cast<size_t>(sdk::hash(v)); }
-  size_t operator()(const sdk::Value& v) const { return (*this)(v.ref()); }
-};
-/// See KeyHash.
-struct KeyEq {
-  using is_transparent = void;
-  bool operator()(sdk::ValueRef a, sdk::ValueRef b) const noexcept { return sdk::equals(a, b); }
-  bool operator()(const sdk::Value& a, sdk::ValueRef b) const noexcept {
-    return sdk::equals(a.ref(), b);
-  }
-  bool operator()(sdk::ValueRef a, const sdk::Value& b) const noexcept {
-    return sdk::equals(a, b.ref());
-  }
-  bool operator()(const sdk::Value& a, const sdk::Value& b) const noexcept {
-    return sdk::equals(a.ref(), b.ref());
-  }
-};
 
 /// A key to keep in the state: strings and bytes are copied, so that a key that wraps a
 /// foreign buffer (a Kafka payload) does not pin it for as long as the key lives.

@@ -3,7 +3,6 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,17 +36,6 @@ Function bind_element_function(Context ctx, const Config& cfg, const char* key) 
   return fn;
 }
 
-namespace {
-
-/// The batch's values, in order, into `in` (borrowed from the batch).
-void gather_values(Batch batch, std::vector<sl_value>& in) {
-  in.clear();
-  in.reserve(batch.size());
-  for (const sl_message& m : batch) in.push_back(m.value);
-}
-
-}  // namespace
-
 std::optional<IntKernel> IntKernel::of(const Value& spec) {
   if (!spec.is_object()) return std::nullopt;  // a bare name: no `value`; or Lua
   const std::optional<Value> name = spec.get("name");
@@ -76,104 +64,39 @@ std::optional<IntKernel> IntKernel::of(const Value& spec) {
   return std::nullopt;
 }
 
-bool IntKernel::apply(int64_t x, sl_value& out) const noexcept {
-  int64_t r = 0;
-  switch (op_) {
-    case Op::add:
-      if (!int_op<ArithOp::add>(x, operand_, r)) return false;
-      out = sl_int(r);
-      return true;
-    case Op::sub:
-      if (!int_op<ArithOp::sub>(x, operand_, r)) return false;
-      out = sl_int(r);
-      return true;
-    case Op::mul:
-      if (!int_op<ArithOp::mul>(x, operand_, r)) return false;
-      out = sl_int(r);
-      return true;
-    case Op::mod:
-      if (!int_op<ArithOp::mod>(x, operand_, r)) return false;
-      out = sl_int(r);
-      return true;
-    case Op::eq: out = sl_bool(x == operand_ ? 1 : 0); return true;
-    case Op::ne: out = sl_bool(x != operand_ ? 1 : 0); return true;
-    case Op::gt: out = sl_bool(x > operand_ ? 1 : 0); return true;
-    case Op::ge: out = sl_bool(x >= operand_ ? 1 : 0); return true;
-    case Op::lt: out = sl_bool(x < operand_ ? 1 : 0); return true;
-    case Op::le: out = sl_bool(x <= operand_ ? 1 : 0); return true;
-  }
-  return false;
-}
-
-// One loop per operation, so the switch is outside the loop and each element is written
-// straight into its slot (through a temporary, a 4-byte kind store then a 16-byte load
-// stalled store forwarding: 12 ns per element).
-template <class F>
-bool IntKernel::map_with(const sl_value* in, size_t n, sl_value* out, F f) noexcept {
-  for (size_t i = 0; i < n; ++i) {
-    if (in[i].kind != SL_KIND_INT || !f(in[i].as.i, out[i])) return false;
-  }
-  return true;
-}
-
-template <class F>
-bool IntKernel::select_with(const sl_value* in, size_t n, uint8_t* keep, F f) noexcept {
-  for (size_t i = 0; i < n; ++i) {
-    if (in[i].kind != SL_KIND_INT) return false;
-    keep[i] = f(in[i].as.i) ? 1 : 0;
-  }
-  return true;
-}
-
+// The runs are functions.hpp's int fast path, which the functions' own batch forms use too.
 bool IntKernel::map(const sl_value* in, size_t n, sl_value* out) const noexcept {
   const int64_t b = operand_;
-  auto arith = [&]<ArithOp A>() {
-    return map_with(in, n, out, [b](int64_t x, sl_value& o) {
-      int64_t r = 0;
-      if (!int_op<A>(x, b, r)) return false;
-      o = sl_int(r);
-      return true;
-    });
-  };
-  auto compare = [&](auto cmp) {
-    return map_with(in, n, out, [b, cmp](int64_t x, sl_value& o) {
-      o = sl_bool(cmp(x, b) ? 1 : 0);
-      return true;
-    });
-  };
   switch (op_) {
-    case Op::add: return arith.template operator()<ArithOp::add>();
-    case Op::sub: return arith.template operator()<ArithOp::sub>();
-    case Op::mul: return arith.template operator()<ArithOp::mul>();
-    case Op::mod: return arith.template operator()<ArithOp::mod>();
-    case Op::eq: return compare(std::equal_to<>());
-    case Op::ne: return compare(std::not_equal_to<>());
-    case Op::gt: return compare(std::greater<>());
-    case Op::ge: return compare(std::greater_equal<>());
-    case Op::lt: return compare(std::less<>());
-    case Op::le: return compare(std::less_equal<>());
+    case Op::add: return int_arith_run<ArithOp::add>(in, n, b, out) == n;
+    case Op::sub: return int_arith_run<ArithOp::sub>(in, n, b, out) == n;
+    case Op::mul: return int_arith_run<ArithOp::mul>(in, n, b, out) == n;
+    case Op::mod: return int_arith_run<ArithOp::mod>(in, n, b, out) == n;
+    case Op::eq: return int_compare_run<CompareOp::eq>(in, n, b, out) == n;
+    case Op::ne: return int_compare_run<CompareOp::ne>(in, n, b, out) == n;
+    case Op::gt: return int_compare_run<CompareOp::gt>(in, n, b, out) == n;
+    case Op::ge: return int_compare_run<CompareOp::ge>(in, n, b, out) == n;
+    case Op::lt: return int_compare_run<CompareOp::lt>(in, n, b, out) == n;
+    case Op::le: return int_compare_run<CompareOp::le>(in, n, b, out) == n;
   }
   return false;
 }
 
 bool IntKernel::select(const sl_value* in, size_t n, uint8_t* keep) const noexcept {
   const int64_t b = operand_;
-  auto truthy = [&](auto f) { return select_with(in, n, keep, f); };
   switch (op_) {
-    case Op::eq: return truthy([b](int64_t x) { return x == b; });
-    case Op::ne: return truthy([b](int64_t x) { return x != b; });
-    case Op::gt: return truthy([b](int64_t x) { return x > b; });
-    case Op::ge: return truthy([b](int64_t x) { return x >= b; });
-    case Op::lt: return truthy([b](int64_t x) { return x < b; });
-    case Op::le: return truthy([b](int64_t x) { return x <= b; });
-    default: break;  // arithmetic: its result's truthiness needs the overflow check
+    case Op::add: return int_arith_test_run<ArithOp::add>(in, n, b, keep) == n;
+    case Op::sub: return int_arith_test_run<ArithOp::sub>(in, n, b, keep) == n;
+    case Op::mul: return int_arith_test_run<ArithOp::mul>(in, n, b, keep) == n;
+    case Op::mod: return int_arith_test_run<ArithOp::mod>(in, n, b, keep) == n;
+    case Op::eq: return int_compare_test_run<CompareOp::eq>(in, n, b, keep) == n;
+    case Op::ne: return int_compare_test_run<CompareOp::ne>(in, n, b, keep) == n;
+    case Op::gt: return int_compare_test_run<CompareOp::gt>(in, n, b, keep) == n;
+    case Op::ge: return int_compare_test_run<CompareOp::ge>(in, n, b, keep) == n;
+    case Op::lt: return int_compare_test_run<CompareOp::lt>(in, n, b, keep) == n;
+    case Op::le: return int_compare_test_run<CompareOp::le>(in, n, b, keep) == n;
   }
-  for (size_t i = 0; i < n; ++i) {
-    sl_value r = sl_null();
-    if (in[i].kind != SL_KIND_INT || !apply(in[i].as.i, r)) return false;
-    keep[i] = r.as.i != 0 ? 1 : 0;
-  }
-  return true;
+  return false;
 }
 
 Map::Map(Context ctx, const Config& cfg)
@@ -182,18 +105,11 @@ Map::Map(Context ctx, const Config& cfg)
 
 Status Map::process(Context ctx, uint32_t /*input*/, Batch batch) {
   // The chained form over the batch's values, then each result in its message.
-  gather_values(batch, in_);
+  batch.gather_values(in_);
   out_.clear();
   out_.resize(batch.size());  // null slots, as map_values expects
   SLUICE_SDK_RETURN_IF_ERROR(map_values(ctx, in_, out_));
-  messages_.clear();
-  messages_.reserve(batch.size());
-  size_t i = 0;
-  for (const sl_message& m : batch) {
-    sl_message& out = messages_.emplace_back(m);  // key, headers, timestamp borrowed from m
-    out.value = out_[i++].raw();
-  }
-  Status st = ctx.emit(messages_);
+  Status st = ctx.emit_mapped(batch, std::span<const Value>(out_));
   out_.clear();  // release the results now rather than at the next batch
   return st;
 }
@@ -222,14 +138,10 @@ Remove::Remove(Context ctx, const Config& cfg)
 
 Status Filter::process(Context ctx, uint32_t /*input*/, Batch batch) {
   // The chained form over the batch's values, then the kept messages.
-  gather_values(batch, in_);
+  batch.gather_values(in_);
   keep_.resize(batch.size());
   SLUICE_SDK_RETURN_IF_ERROR(select_values(ctx, in_, keep_));
-  kept_.clear();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (keep_[i] != 0) kept_.push_back(batch[i]);
-  }
-  return kept_.empty() ? Status() : ctx.emit(kept_);
+  return ctx.emit_selected(batch, keep_);
 }
 
 Status Filter::select_values(Context /*ctx*/, std::span<const sl_value> in,

@@ -21,31 +21,25 @@ sdk::Function bind_element_function(sdk::Context ctx, const sdk::Config& cfg, co
 
 /// This library's element functions that map and filter run inline on int elements, without
 /// a call through the host or a Value per element: add, sub, mul and mod with an int
-/// `value`, and eq, ne, gt, ge, lt and le with an int `value` and no `path`. They compute
-/// exactly what the function does for an int (the same int_op; a comparison of two ints).
-/// An element of another kind, or an overflow, is left to the bound function, so results
-/// and error messages stay the function's own. Names are unique across plugins, so a
-/// function of one of these names is this library's.
+/// `value`, and eq, ne, gt, ge, lt and le with an int `value` and no `path`. The runs are
+/// the functions' own int fast path (functions.hpp: int_arith_run, int_compare_run...),
+/// which their batch forms use too. An element of another kind, or an overflow, is left to
+/// the bound function, so results and error messages stay the function's own. Names are
+/// unique across plugins, so a function of one of these names is this library's.
 class IntKernel {
  public:
   /// The kernel for the normalised function spec of map/filter (`name` or `{name, args}`),
   /// or nullopt when the function is another one (or its `value` is not an int).
   static std::optional<IntKernel> of(const sdk::Value& spec);
-  /// f(x) into `out` (an int, or a bool for a comparison); false when x needs the bound
-  /// function (an overflow).
-  [[nodiscard]] bool apply(int64_t x, sl_value& out) const noexcept;
-  /// apply over a run of values (operator chaining): false as soon as one is not an int
-  /// or needs the bound function; out[0, n) then holds only ints and bools (nothing owned).
+  /// f(in[i]) into out[i] (an int, or a bool for a comparison) over a run of values (operator
+  /// chaining): false as soon as one is not an int or needs the bound function; out[0, n) then
+  /// holds only ints and bools (nothing owned).
   [[nodiscard]] bool map(const sl_value* in, size_t n, sl_value* out) const noexcept;
   /// The same for a predicate: keep[i] = whether f(in[i]) is truthy.
   [[nodiscard]] bool select(const sl_value* in, size_t n, uint8_t* keep) const noexcept;
 
  private:
   enum class Op : uint8_t { add, sub, mul, mod, eq, ne, gt, ge, lt, le };
-  template <class F>
-  static bool map_with(const sl_value* in, size_t n, sl_value* out, F f) noexcept;
-  template <class F>
-  static bool select_with(const sl_value* in, size_t n, uint8_t* keep, F f) noexcept;
   IntKernel(Op op, int64_t operand) noexcept : op_(op), operand_(operand) {}
   Op op_;
   int64_t operand_;
@@ -76,7 +70,6 @@ class Map final : public sdk::Operator {
   std::optional<IntKernel> kernel_;
   std::vector<sl_value> in_;  // per-batch scratch, reused
   std::vector<sdk::Value> out_;
-  std::vector<sl_message> messages_;
 };
 
 /// `filter`: the elements whose predicate result (or own value) is truthy. `remove` is a
@@ -116,7 +109,6 @@ class Filter : public sdk::Operator {
   std::vector<sl_value> in_;
   std::vector<sdk::Value> out_;
   std::vector<uint8_t> keep_;
-  std::vector<sl_message> kept_;
 };
 
 /// `remove`: the elements whose predicate result is falsy (the opposite of filter).

@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace sluice::core_ops {
@@ -51,16 +50,6 @@ struct HeldMessage {
   [[nodiscard]] sdk::Value to_state() const;
   /// The inverse of to_state(); `what` names the node type in errors.
   static sdk::Result<HeldMessage> from_state(sdk::ValueRef state, const char* what);
-};
-
-/// Hash and equality of values by the host's total order (1 == 1.0), for hash maps.
-struct ValueHash {
-  size_t operator()(const sdk::Value& v) const noexcept { return sdk::hash(v); }
-};
-struct ValueEq {
-  bool operator()(const sdk::Value& a, const sdk::Value& b) const noexcept {
-    return sdk::equals(a, b);
-  }
 };
 
 /// Window timing shared by timed_window and timed_window_unique: windows of `interval`
@@ -181,9 +170,8 @@ class TimedWindowUnique final : public sdk::Operator {
   bool keep_last_;
   bool emit_empty_;
   bool emit_partial_;
-  std::vector<Entry> entries_;  // arrival order; "last" marks replaced entries dead
-  std::unordered_map<sdk::Value, size_t, timed::ValueHash, timed::ValueEq>
-      index_;  // key -> live entry
+  std::vector<Entry> entries_;   // arrival order; "last" marks replaced entries dead
+  sdk::ValueMap<size_t> index_;  // key -> live entry
 };
 
 /// `buffer`: decouples its input from its output through a bounded queue drained on a

@@ -38,8 +38,7 @@ Status element_keys(const sdk::Function& fn, Batch batch, std::vector<sl_value>&
     for (const sl_message& m : batch) keys[i++] = Value::borrow(m.value);
     return {};
   }
-  in.clear();
-  for (const sl_message& m : batch) in.push_back(m.value);
+  batch.gather_values(in);
   return fn.call_batch(in, keys);
 }
 

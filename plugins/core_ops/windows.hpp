@@ -12,7 +12,6 @@
 #include <map>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "elementwise.hpp"
@@ -58,7 +57,7 @@ class Partition final : public sdk::Operator {
     int64_t deadline_ns = 0;  // with a timeout: when the group goes out short
     uint64_t seq = 0;         // start order; also the id of its timer
   };
-  using group_map = std::unordered_map<sdk::Value, Group, ValueHash, ValueEq>;
+  using group_map = sdk::ValueMap<Group>;
 
   /// Adds `x` to the group of `key`; emits the group when full.
   sdk::Status add(sdk::Context ctx, sdk::Value key, sdk::ValueRef x);
@@ -122,7 +121,7 @@ class PartitionUnique final : public sdk::Operator {
   bool emit_partial_;
   sdk::Function key_fn_;  // empty: the element itself
   std::list<Held> held_;  // arrival order
-  std::unordered_map<sdk::Value, std::list<Held>::iterator, ValueHash, ValueEq> where_;
+  sdk::ValueMap<std::list<Held>::iterator> where_;
   std::vector<sl_value> in_;
   std::vector<sdk::Value> keys_;
 };

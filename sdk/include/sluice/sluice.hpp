@@ -35,10 +35,19 @@
 //                  for constructors and config errors, and every trampoline catches all of
 //                  them at the plugin edge (nothing ever escapes into the host).
 //  - value.hpp:    Value (owned, RAII over value_retain/value_release; inline kinds never
-//                  call the host) and ValueRef (borrowed view), with factories and readers.
-//  - context.hpp:  Context (emit, timers, post/wake, back-pressure, logging, bind_function),
-//                  Function (a bound named function), Batch (incoming messages), Config
-//                  (typed getters whose errors say "node 'ID': key 'K' ...").
+//                  call the host) and ValueRef (borrowed view), with factories and readers;
+//                  ValueMap<T> (an unordered_map keyed by Value with the host's hash and
+//                  equality, searched by ValueRef).
+//  - context.hpp:  Context (emit, timers, post/wake, back-pressure, logging, bind_function;
+//                  emit_mapped / emit_selected: a transformed or selected batch, each
+//                  message keeping its key, headers, event time and key group), Function (a
+//                  bound named function), Batch (incoming messages; gather_values), Config
+//                  (typed getters whose errors say "node 'ID': key 'K' ...", and task_index,
+//                  task_count, pipeline, checkpointing).
+//
+// C plugins have the same helpers in <sluice/sluice_util.h> (config getters, a map keyed by
+// sl_value with snapshot encoding, emitting part of a batch); docs/PLUGIN_GUIDE.md, "SDK
+// helpers".
 //  - node.hpp:     param()/required() declarations; Source, Operator, Sink; node_type<T>().
 //  - function.hpp: function<F>() for named functions, SimpleFunction for stateless ones.
 //  - plugin.hpp:   SLUICE_PLUGIN, SLUICE_NODE_TYPES, SLUICE_FUNCTIONS.

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -26,6 +27,8 @@
 #include <vector>
 
 namespace sluice::sdk {
+
+class Batch;
 
 /// A named function bound to its arguments (host function_bind), owned: released with
 /// function_release on destruction. Move-only. Calls run on the binding node's executor
@@ -301,6 +304,32 @@ class Context {
     return sdk::parse_json(text, ctx_);
   }
 
+  // --- Emitting part of a batch (SDK helpers; defined after Batch) -------------------------
+  // Each emitted message is the input message with (at most) its value replaced: its key,
+  // headers, event time and key group are kept. All of them go out in one emit call, as
+  // the batch came: up to k_emit_stack messages are built on the stack, more in one
+  // allocation per call. A failure is returned as emit's (already reported) or as f's
+  // (then nothing of the batch was emitted).
+
+  /// Messages the batch helpers build on the stack.
+  static constexpr size_t k_emit_stack = 64;
+  /// Emits message i of `batch` with value values[i] (borrowed). Precondition:
+  /// values.size() >= batch.size().
+  Status emit_mapped(const Batch& batch, std::span<const Value> values) const;
+  /// See emit_mapped(const Batch&, std::span<const Value>).
+  Status emit_mapped(const Batch& batch, std::span<const sl_value> values) const;
+  /// Emits f(m) as the value of each message m of `batch`, in order. `f(const sl_message&)`
+  /// returns Value or Result<Value>; its first failure is returned and nothing is emitted.
+  template <std::invocable<const sl_message&> F>
+  Status emit_mapped(const Batch& batch, F&& f) const;
+  /// Emits message i of `batch` for each keep[i] != 0, unchanged, in order (the batch as it
+  /// is when every message is kept). Precondition: keep.size() >= batch.size().
+  Status emit_selected(const Batch& batch, std::span<const uint8_t> keep) const;
+  /// Emits the messages m of `batch` for which `pred(const sl_message&)` is true (a bool,
+  /// or Result<bool> whose failure is returned, with nothing emitted).
+  template <std::invocable<const sl_message&> P>
+  Status emit_selected(const Batch& batch, P&& pred) const;
+
  private:
   static Status wrap(sl_status st) noexcept {
     return st == SL_OK ? Status() : Status::reported(st);
@@ -410,12 +439,121 @@ class Batch {
   [[nodiscard]] std::span<const sl_message> messages() const noexcept {
     return {reinterpret_cast<const sl_message*>(base_), count_};
   }
+  /// The messages' values, in order, into `out` (cleared first; its room is kept, so a
+  /// vector reused across batches costs no allocation): borrowed from the batch, for
+  /// Function::call_batch and other functions over values.
+  void gather_values(std::vector<sl_value>& out) const {
+    out.clear();
+    out.reserve(count_);
+    for (const sl_message& m : *this) out.push_back(m.value);
+  }
+  /// The messages' values, in order (borrowed from the batch); see gather_values.
+  [[nodiscard]] std::vector<sl_value> values() const {
+    std::vector<sl_value> out;
+    gather_values(out);
+    return out;
+  }
 
  private:
   const char* base_;
   size_t stride_;
   size_t count_;
 };
+
+// --- Context's batch helpers (declared in Context) -------------------------------------
+
+namespace detail {
+
+/// Room for `n` items: on the stack up to Context::k_emit_stack, else one allocation.
+/// Default-initialised, so trivial items (messages, flags) are not zeroed first: every slot
+/// is written before it is read.
+template <class T>
+class EmitBuffer {
+ public:
+  explicit EmitBuffer(size_t n) {
+    if (n > small_.size()) big_.reset(new T[n]);  // NOLINT(cppcoreguidelines-owning-memory)
+  }
+  T* data() noexcept { return big_ ? big_.get() : small_.data(); }
+
+ private:
+  std::array<T, Context::k_emit_stack> small_;
+  std::unique_ptr<T[]> big_;  // NOLINT(*-avoid-c-arrays): uninitialised room, unlike vector
+};
+
+/// Emits, in one call, a copy of each message i of `batch` with keep(i), after
+/// make(i, copy) (a Status) set its value; `count` is how many keep(i) accepts.
+template <class Keep, class Make>
+Status emit_built(Context ctx, const Batch& batch, size_t count, Keep&& keep, Make&& make) {
+  EmitBuffer<sl_message> out(count);
+  sl_message* buf = out.data();
+  size_t n = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!keep(i)) continue;
+    buf[n] = batch[i];
+    SLUICE_SDK_RETURN_IF_ERROR(make(i, buf[n]));
+    ++n;
+  }
+  return n == 0 ? Status() : ctx.emit(std::span<const sl_message>(buf, n));
+}
+
+}  // namespace detail
+
+inline Status Context::emit_mapped(const Batch& batch, std::span<const sl_value> values) const {
+  return detail::emit_built(
+      *this, batch, batch.size(), [](size_t) { return true; },
+      [&](size_t i, sl_message& m) {
+        m.value = values[i];
+        return Status();
+      });
+}
+
+inline Status Context::emit_mapped(const Batch& batch, std::span<const Value> values) const {
+  return emit_mapped(batch, std::span<const sl_value>(raw_array(values), values.size()));
+}
+
+template <std::invocable<const sl_message&> F>
+Status Context::emit_mapped(const Batch& batch, F&& f) const {
+  using R = std::decay_t<std::invoke_result_t<F&, const sl_message&>>;
+  detail::EmitBuffer<Value> held(batch.size());  // the results, until emitted
+  Value* results = held.data();
+  return detail::emit_built(
+      *this, batch, batch.size(), [](size_t) { return true; },
+      [&](size_t i, sl_message& m) -> Status {
+        if constexpr (std::is_same_v<R, Value>) {
+          results[i] = f(std::as_const(m));
+        } else {
+          SLUICE_SDK_ASSIGN_OR_RETURN(results[i], f(std::as_const(m)));
+        }
+        m.value = results[i].raw();
+        return {};
+      });
+}
+
+inline Status Context::emit_selected(const Batch& batch, std::span<const uint8_t> keep) const {
+  size_t kept = 0;
+  for (size_t i = 0; i < batch.size(); ++i) kept += keep[i] != 0 ? 1 : 0;
+  if (kept == 0) return {};
+  if (kept == batch.size() && batch.contiguous()) return emit(batch.messages());
+  return detail::emit_built(
+      *this, batch, kept, [&](size_t i) { return keep[i] != 0; },
+      [](size_t, sl_message&) { return Status(); });
+}
+
+template <std::invocable<const sl_message&> P>
+Status Context::emit_selected(const Batch& batch, P&& pred) const {
+  using R = std::decay_t<std::invoke_result_t<P&, const sl_message&>>;
+  detail::EmitBuffer<uint8_t> keep(batch.size());
+  uint8_t* flags = keep.data();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if constexpr (std::is_same_v<R, Result<bool>>) {
+      SLUICE_SDK_ASSIGN_OR_RETURN(const bool k, pred(batch[i]));
+      flags[i] = k ? 1 : 0;
+    } else {
+      flags[i] = static_cast<bool>(pred(batch[i])) ? 1 : 0;
+    }
+  }
+  return emit_selected(batch, std::span<const uint8_t>(flags, batch.size()));
+}
 
 /// Typed access to a node's validated config (or a function's args): an object the host
 /// built from the TOML table, defaults filled in. Getters for a required key throw
@@ -431,6 +569,7 @@ class Config {
   explicit Config(const sl_node_init& init)
       : Config(init.config, "node '" + std::string(Context(init.ctx).node_id()) + "'") {
     input_count_ = init.input_count;
+    task_index_ = init.task_index;
     task_count_ = init.task_count;
     if (SL_HAS_FIELD(&init, sl_node_init, input_ids) && init.input_ids != nullptr) {
       for (uint32_t i = 0; i < init.input_count; ++i) {
@@ -458,6 +597,9 @@ class Config {
 
   /// How many instances of the graph run ([runtime] tasks); 1 for a bare object.
   [[nodiscard]] uint32_t task_count() const noexcept { return task_count_; }
+  /// Which of them this node belongs to (0 .. task_count() - 1); 0 for a bare object and
+  /// for a validate callback (which checks the config once for every task).
+  [[nodiscard]] uint32_t task_index() const noexcept { return task_index_; }
   /// True when the pipeline has a [checkpoint] table (ABI 1.1 host; false when unknown).
   [[nodiscard]] bool checkpointing() const noexcept { return checkpointing_; }
   /// The pipeline's name (empty when unnamed or unknown).
@@ -595,6 +737,7 @@ class Config {
   std::string where_;
   uint32_t input_count_ = 0;
   uint32_t task_count_ = 1;
+  uint32_t task_index_ = 0;
   bool checkpointing_ = false;
   std::string pipeline_;
   std::vector<std::string> input_ids_;

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -255,6 +256,32 @@ inline int compare(ValueRef a, ValueRef b) noexcept {
 inline bool equals(ValueRef a, ValueRef b) noexcept { return compare(a, b) == 0; }
 /// Hash consistent with equals(). Thread-safe.
 inline uint64_t hash(ValueRef v) noexcept { return host().value_hash(v.raw()); }
+
+/// Hash and equality of values as the host compares them (hash() and equals(): 1 == 1.0,
+/// objects regardless of key order), for std::unordered_map/set keyed by Value (ValueMap).
+/// Transparent: such a map is searched with a borrowed ValueRef, so a lookup per message
+/// takes no reference. The hash is deliberately not noexcept: libstdc++ then keeps each
+/// node's hash, where a noexcept hash counts as cheap and is recomputed (a host call) for
+/// every node a lookup or a rehash walks past (17 % of restoring a million keys).
+struct ValueHash {
+  using is_transparent = void;
+  size_t operator()(ValueRef v) const { return static_cast<size_t>(hash(v)); }
+  size_t operator()(const Value& v) const { return (*this)(v.ref()); }
+};
+/// See ValueHash.
+struct ValueEq {
+  using is_transparent = void;
+  bool operator()(ValueRef a, ValueRef b) const noexcept { return equals(a, b); }
+  bool operator()(const Value& a, ValueRef b) const noexcept { return equals(a.ref(), b); }
+  bool operator()(ValueRef a, const Value& b) const noexcept { return equals(a, b.ref()); }
+  bool operator()(const Value& a, const Value& b) const noexcept {
+    return equals(a.ref(), b.ref());
+  }
+};
+/// A hash map keyed by values as the host compares them; keys are owned Values (retained),
+/// lookups may use a borrowed ValueRef: `map.find(ValueRef(m.value))`.
+template <class T>
+using ValueMap = std::unordered_map<Value, T, ValueHash, ValueEq>;
 
 /// Parses one JSON document (host json_parse). With a context, a failure is reported on it
 /// (Status::reported); without one, the failure is INVALID_ARGUMENT "invalid JSON".
