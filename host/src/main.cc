@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "daemon/logging.hpp"
+#include "plugin_check/plugin_check.hpp"
 
 #include <CLI/CLI.hpp>
 #include <sluice/sluice.h>
@@ -78,6 +79,28 @@ int main(int argc, char** argv) {
   test->add_option("config", config, "Pipeline TOML file")->required();
   test->add_option("tests", tests_file, "Test file with [[tests]] (default: the pipeline file)");
   add_dirs(test);
+  host::PluginCheckOptions check;
+  auto* plugin_check = app.add_subcommand(
+      "plugin-check",
+      "Check one plugin file: declarations, hostile elements, snapshot/restore, and crashes "
+      "around the checkpoint protocol (docs/PLUGIN_GUIDE.md, \"Checking a plugin\")");
+  plugin_check->add_option("plugin", check.plugin, "The plugin's shared object")->required();
+  plugin_check->add_option("--config", check.config,
+                           "TOML: [TYPE] params, [functions.NAME] args, [check.TYPE] settings");
+  plugin_check->add_option("--bad-config", check.bad_config,
+                           "TOML: [TYPE] params that validate or create must refuse");
+  plugin_check->add_option("--readback", check.readback,
+                           "Shell command, run in a sink's working directory, printing its "
+                           "committed records one per line ({\"n\": N} or N)");
+  plugin_check->add_flag("--exactly-once", check.exactly_once,
+                         "Checkpointing sinks claim exactly-once: a doubled record fails");
+  plugin_check->add_option("--work-dir", check.work_dir,
+                           "Where the sinks write (default: a new directory in $TMPDIR, "
+                           "removed when every check passed)");
+  plugin_check->add_option("--only", check.only, "Check only these node types / functions");
+  int64_t check_timeout_s = 120;
+  plugin_check->add_option("--timeout", check_timeout_s, "Seconds each child process may take")
+      ->check(CLI::Range(1, 3600));
 
   try {
     app.parse(argc, argv);
@@ -95,5 +118,9 @@ int main(int argc, char** argv) {
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
   if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs);
   if (checkpoints->parsed()) return host::checkpoints_command(config, json, plugin_dirs);
+  if (plugin_check->parsed()) {
+    check.timeout_ms = check_timeout_s * 1000;
+    return host::plugin_check_command(check);
+  }
   return host::k_exit_invalid;
 }
