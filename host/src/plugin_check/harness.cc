@@ -193,6 +193,8 @@ Result<bool> Session::recover(uint64_t epoch, const EpochParticipant::NodeStates
   return task_->recover_checkpoint(epoch, states);
 }
 
+bool leaks_checked() { return __lsan_do_recoverable_leak_check != nullptr; }
+
 void child_say(const std::string& line) {
   if (g_child_fd < 0) return;
   std::string text = line + "\n";

@@ -90,6 +90,8 @@ struct ChildOutcome {
 // LeakSanitizer the child checks for leaks after `body` and fails when it finds one.
 ChildOutcome run_in_child(const std::function<void()>& body, int64_t timeout_ms,
                           const std::filesystem::path& cwd = {});
+// Whether children check for leaks (a build with LeakSanitizer).
+bool leaks_checked();
 // In the child: one line to the parent (no newline inside).
 void child_say(const std::string& line);
 

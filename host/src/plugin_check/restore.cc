@@ -1,5 +1,8 @@
 // Check 3: a stateful operator fed a sequence straight, and fed the same sequence with a
-// snapshot midway restored into a fresh instance, must emit the same.
+// snapshot midway restored into a fresh instance, must emit the same. The virtual clock
+// stands still: the phase of a timed operator's timers may change across a restart (its
+// output is then correct but not identical, docs/CHECKPOINTING.md), so timers are left to
+// `sluiced test`'s restart check, where a test gives the times.
 #include "plugin_check/checks.hpp"
 #include "plugin_check/harness.hpp"
 #include "value/json.hpp"
@@ -134,9 +137,9 @@ void check_bad_config(const GraphSpec& good, const Value& bad_config,
   if (!child.completed) return out.fail("bad config", "create " + child.how);
   const bool create_refused = create_said.rfind("refused\t", 0) == 0;
   if (!validate_refusal.empty()) {
-    out.pass("bad config", fmt::format("validate refused it ({}); create {} it, and freed what "
-                                       "it made",
-                                       validate_refusal, create_refused ? "refused" : "took"));
+    out.pass("bad config", fmt::format("validate refused it ({}); create {} it{}", validate_refusal,
+                                       create_refused ? "refused" : "took",
+                                       leaks_checked() ? ", and LeakSanitizer found no leak" : ""));
   } else if (create_refused) {
     out.fail("bad config",
              "validate accepted a config that create refused (" + create_said.substr(8) +
