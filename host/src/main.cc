@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 ok (sources ended, or a signal's drain finished); 1 the pipeline failed "
       "while running; 2 invalid config, plugins, usage or test file; 3 a pipeline test did "
-      "not match. See docs/OPERATIONS.md.");
+      "not match, or plugin-check found a failure. See docs/OPERATIONS.md.");
   app.set_version_flag("--version", std::string("sluiced ") + SLUICE_VERSION + " (ABI " +
                                         std::to_string(SL_ABI_MAJOR) + "." +
                                         std::to_string(SL_ABI_MINOR) + ")");

@@ -20,6 +20,7 @@ namespace {
 using namespace plugin_check;
 namespace fs = std::filesystem;
 
+// The exit codes of cli/exit_codes.hpp (a module above this one).
 constexpr int k_ok = 0;
 constexpr int k_invalid = 2;
 constexpr int k_failed = 3;
