@@ -2,18 +2,9 @@
  * contract on hostile elements. `crash_on_null` dereferences the text of every element, so
  * null (no text) crashes it; `silent_error` refuses strings without set_error. The kit must
  * reject both (plugin_check.broken_crash, plugin_check.broken_silent). */
-#include <sluice/sluice.h>
+#include "broken_plugin.h"
 
 #include <stddef.h>
-
-static const sl_host_api* host;
-
-static sl_status create(const sl_node_init* init, void** self) {
-  (void)init;
-  *self = NULL;
-  return SL_OK;
-}
-static void destroy(void* self) { (void)self; }
 
 static sl_status crash_process(void* self, sl_context* ctx, uint32_t input, const sl_batch* batch) {
   (void)self, (void)input;
@@ -45,8 +36,8 @@ static const sl_node_type crash_on_null = {
     .doc = "Passes elements on; crashes on null.",
     .min_inputs = 1,
     .max_inputs = 1,
-    .create = create,
-    .destroy = destroy,
+    .create = create_empty,
+    .destroy = destroy_nothing,
     .process = crash_process,
 };
 static const sl_node_type silent_error = {
@@ -56,23 +47,9 @@ static const sl_node_type silent_error = {
     .doc = "Passes elements on; fails on strings without a message.",
     .min_inputs = 1,
     .max_inputs = 1,
-    .create = create,
-    .destroy = destroy,
+    .create = create_empty,
+    .destroy = destroy_nothing,
     .process = silent_process,
 };
-static const sl_node_type* const types[] = {&crash_on_null, &silent_error};
-static const sl_plugin plugin = {
-    .struct_size = sizeof(sl_plugin),
-    .abi_major = SL_ABI_MAJOR,
-    .abi_minor = SL_ABI_MINOR,
-    .name = "broken_crash",
-    .version = "1.0.0",
-    .doc = "Broken on purpose: the kit must reject it.",
-    .node_types = types,
-    .node_type_count = 2,
-};
 
-SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* h) {
-  host = h;
-  return &plugin;
-}
+BROKEN_PLUGIN("broken_crash", &crash_on_null, &silent_error)

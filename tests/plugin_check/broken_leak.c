@@ -4,12 +4,10 @@
  * that config either, so `sluiced validate` passes a config that create refuses. The kit,
  * given `fail = true` with --bad-config, must reject it: for the validate contract in
  * every build, and under ASan (LeakSanitizer) for the leak (plugin_check.broken_leak). */
-#include <sluice/sluice.h>
+#include "broken_plugin.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const sl_host_api* host;
 
 static sl_status create(const sl_node_init* init, void** self) {
   char* buffer = malloc(4096);
@@ -24,10 +22,6 @@ static sl_status create(const sl_node_init* init, void** self) {
   return SL_OK;
 }
 static void destroy(void* self) { free(self); }
-static sl_status process(void* self, sl_context* ctx, uint32_t input, const sl_batch* batch) {
-  (void)self, (void)input;
-  return host->emit(ctx, batch->messages, batch->count);
-}
 
 static const sl_param params[] = {
     {.struct_size = sizeof(sl_param),
@@ -47,21 +41,7 @@ static const sl_node_type leaky_create = {
     .max_inputs = 1,
     .create = create,
     .destroy = destroy,
-    .process = process,
-};
-static const sl_node_type* const types[] = {&leaky_create};
-static const sl_plugin plugin = {
-    .struct_size = sizeof(sl_plugin),
-    .abi_major = SL_ABI_MAJOR,
-    .abi_minor = SL_ABI_MINOR,
-    .name = "broken_leak",
-    .version = "1.0.0",
-    .doc = "Broken on purpose: the kit must reject it.",
-    .node_types = types,
-    .node_type_count = 1,
+    .process = pass_on,
 };
 
-SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* h) {
-  host = h;
-  return &plugin;
-}
+BROKEN_PLUGIN("broken_leak", &leaky_create)

@@ -2,12 +2,10 @@
  * count of its elements and snapshots it, but its restore ignores the state, so a restart
  * counts from zero again. The kit's restore check must reject it
  * (plugin_check.broken_restore). */
-#include <sluice/sluice.h>
+#include "broken_plugin.h"
 
 #include <stdint.h>
 #include <stdlib.h>
-
-static const sl_host_api* host;
 
 typedef struct {
   int64_t count;
@@ -56,19 +54,5 @@ static const sl_node_type forgetful_count = {
     .snapshot = snapshot,
     .restore = restore,
 };
-static const sl_node_type* const types[] = {&forgetful_count};
-static const sl_plugin plugin = {
-    .struct_size = sizeof(sl_plugin),
-    .abi_major = SL_ABI_MAJOR,
-    .abi_minor = SL_ABI_MINOR,
-    .name = "broken_restore",
-    .version = "1.0.0",
-    .doc = "Broken on purpose: the kit must reject it.",
-    .node_types = types,
-    .node_type_count = 1,
-};
 
-SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* h) {
-  host = h;
-  return &plugin;
-}
+BROKEN_PLUGIN("broken_restore", &forgetful_count)

@@ -6,15 +6,13 @@
  * checkpoint are written again: a crash after prepare doubles them. The kit, told that it
  * claims exactly-once, must reject it (plugin_check.broken_sink). */
 #define _POSIX_C_SOURCE 200809L
-#include <sluice/sluice.h>
+#include "broken_plugin.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const sl_host_api* host;
 
 typedef struct {
   int fd;
@@ -102,20 +100,5 @@ static const sl_node_type doubling_sink = {
     .restore = restore,
     .checkpoint_prepare = prepare,
 };
-static const sl_node_type* const types[] = {&doubling_sink};
-static const sl_plugin plugin = {
-    .struct_size = sizeof(sl_plugin),
-    .abi_major = SL_ABI_MAJOR,
-    .abi_minor = SL_ABI_MINOR,
-    .min_host_minor = 1,
-    .name = "broken_sink",
-    .version = "1.0.0",
-    .doc = "Broken on purpose: the kit must reject it.",
-    .node_types = types,
-    .node_type_count = 1,
-};
 
-SL_EXPORT const sl_plugin* sluice_plugin_v1(const sl_host_api* h) {
-  host = h;
-  return &plugin;
-}
+BROKEN_PLUGIN("broken_sink", &doubling_sink)
