@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 namespace sluice::host {
@@ -197,6 +198,11 @@ int run_plugin_check(const PluginCheckOptions& o) {
     fmt::print(stderr, "error: {}\n", s.message());
     return k_invalid;
   }
+  std::error_code exists_error;
+  if (!fs::exists(o.plugin, exists_error)) {
+    fmt::print(stderr, "error: {}: no such file\n", o.plugin.string());
+    return k_invalid;
+  }
   PluginLoader loader(*registry, host_api_table());
   if (Status s = loader.load_file(o.plugin); !s.is_ok()) {
     // The registry's refusal is the finding (flags against callbacks, bad defaults...).
@@ -226,14 +232,33 @@ int run_plugin_check(const PluginCheckOptions& o) {
   // would only repeat it.
   spdlog::set_level(spdlog::level::err);
 
+  // Every [check.TYPE] is read before the first check runs, so that a typo stops the run
+  // at once (exit 2) rather than after minutes of checks.
+  std::map<std::string, CheckSettings, std::less<>> settings;
+  std::vector<std::string> names;
+  for (const NodeTypeInfo* type : plugin.node_types) names.push_back(type->name);
+  for (const FunctionInfo* fn : plugin.functions) names.push_back(fn->name);
+  for (const std::string& only : o.only) {
+    if (std::find(names.begin(), names.end(), only) == names.end()) {
+      fmt::print(stderr, "error: --only {}: the plugin declares no node type or function '{}'\n",
+                 only, only);
+      return k_invalid;
+    }
+  }
+  for (const std::string& name : names) {
+    if (!wanted(o, name)) continue;
+    auto s = settings_for(o, config ? &*config : nullptr, name, work);
+    if (!s) return k_invalid;
+    settings.emplace(name, std::move(*s));
+  }
+
   fmt::print("plugin {} {} (ABI {}.{})  {}\n", plugin.name, plugin.version, plugin.abi_major,
              plugin.abi_minor, plugin.file.string());
   std::fflush(stdout);
   std::vector<Subject> subjects;
   for (const NodeTypeInfo* type : plugin.node_types) {
     if (!wanted(o, type->name)) continue;
-    auto s = settings_for(o, config ? &*config : nullptr, type->name, work);
-    if (!s) return k_invalid;
+    const CheckSettings* s = &settings.at(type->name);
     Subject& subject = subjects.emplace_back();
     subject.kind = std::string(role_name(type->role));
     subject.name = type->name;
@@ -244,8 +269,7 @@ int run_plugin_check(const PluginCheckOptions& o) {
   }
   for (const FunctionInfo* fn : plugin.functions) {
     if (!wanted(o, fn->name)) continue;
-    auto s = settings_for(o, config ? &*config : nullptr, fn->name, work);
-    if (!s) return k_invalid;
+    const CheckSettings* s = &settings.at(fn->name);
     Subject& subject = subjects.emplace_back();
     subject.kind = "function";
     subject.name = fn->name;
