@@ -121,7 +121,7 @@ std::optional<CheckSettings> settings_for(const PluginCheckOptions& o, const Con
       fmt::print(stderr,
                  "{}: error: [check.{}] {}: expected input = [...], readback = \"CMD\", "
                  "exactly_once = BOOL, records = \"object\"|\"int\" or skip = \"REASON\"\n",
-                 at(cf->file, node.source()), name, k);
+                 at(cf->file, key.source()), name, k);
       return std::nullopt;
     }
   }
