@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "daemon/logging.hpp"
+#include "plugin_check/plugin_check.hpp"
 
 #include <CLI/CLI.hpp>
 #include <sluice/sluice.h>
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 ok (sources ended, or a signal's drain finished); 1 the pipeline failed "
       "while running; 2 invalid config, plugins, usage or test file; 3 a pipeline test did "
-      "not match. See docs/OPERATIONS.md.");
+      "not match, or plugin-check found a failure. See docs/OPERATIONS.md.");
   app.set_version_flag("--version", std::string("sluiced ") + SLUICE_VERSION + " (ABI " +
                                         std::to_string(SL_ABI_MAJOR) + "." +
                                         std::to_string(SL_ABI_MINOR) + ")");
@@ -86,6 +87,28 @@ int main(int argc, char** argv) {
                    "Run only the case with this name, or the cases matching this glob (* ? "
                    "[...]); repeatable");
   add_dirs(test);
+  host::PluginCheckOptions check;
+  auto* plugin_check = app.add_subcommand(
+      "plugin-check",
+      "Check one plugin file: declarations, hostile elements, snapshot/restore, and crashes "
+      "around the checkpoint protocol (docs/PLUGIN_GUIDE.md, \"Checking a plugin\")");
+  plugin_check->add_option("plugin", check.plugin, "The plugin's shared object")->required();
+  plugin_check->add_option("--config", check.config,
+                           "TOML: [TYPE] params, [functions.NAME] args, [check.TYPE] settings");
+  plugin_check->add_option("--bad-config", check.bad_config,
+                           "TOML: [TYPE] params that validate or create must refuse");
+  plugin_check->add_option("--readback", check.readback,
+                           "Shell command, run in a sink's working directory, printing its "
+                           "committed records one per line ({\"n\": N} or N)");
+  plugin_check->add_flag("--exactly-once", check.exactly_once,
+                         "Checkpointing sinks claim exactly-once: a doubled record fails");
+  plugin_check->add_option("--work-dir", check.work_dir,
+                           "Where the sinks write (default: a new directory in $TMPDIR, "
+                           "removed when every check passed)");
+  plugin_check->add_option("--only", check.only, "Check only these node types / functions");
+  int64_t check_timeout_s = 120;
+  plugin_check->add_option("--timeout", check_timeout_s, "Seconds each child process may take")
+      ->check(CLI::Range(1, 3600));
 
   try {
     app.parse(argc, argv);
@@ -103,5 +126,9 @@ int main(int argc, char** argv) {
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
   if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs, case_patterns);
   if (checkpoints->parsed()) return host::checkpoints_command(config, json, plugin_dirs);
+  if (plugin_check->parsed()) {
+    check.timeout_ms = check_timeout_s * 1000;
+    return host::plugin_check_command(check);
+  }
   return host::k_exit_invalid;
 }

@@ -9,6 +9,8 @@
 
 namespace sluice::host {
 
+struct PluginCheckOptions;  // plugin_check/plugin_check.hpp
+
 using PluginDirs = std::vector<std::filesystem::path>;  // --plugin-dir, in order
 
 // `sluiced run`: runs the pipeline until its sources are exhausted and
@@ -45,5 +47,10 @@ int test_command(const std::filesystem::path& config, const std::filesystem::pat
 // `sluiced checkpoints`: the epochs in the pipeline's checkpoint store, with their
 // time, positions per source and state size per node (text or JSON).
 int checkpoints_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs);
+
+// `sluiced plugin-check`: the conformance kit over one plugin file (docs/PLUGIN_GUIDE.md,
+// "Checking a plugin"): exit 0 when every check passed or was not exercised, 3 when one
+// failed, 2 when the plugin or a config file could not be read.
+int plugin_check_command(const PluginCheckOptions& options);
 
 }  // namespace sluice::host

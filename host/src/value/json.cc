@@ -1,6 +1,7 @@
 #include "value/json.hpp"
 
 #include <simdjson.h>
+#include <boost/container/small_vector.hpp>
 
 #include <sluice/detail/utf8.hpp>
 
@@ -246,7 +247,10 @@ Result<Value> json_parse(std::string_view text) {
   return Decoder(text).convert(root);
 }
 
-void json_append(std::string& out, sl_value v) {
+namespace {
+
+// One value that is not an array or object.
+void append_scalar(std::string& out, sl_value v) {
   switch (v.kind) {
     case SL_KIND_NULL: out += "null"; return;
     case SL_KIND_BOOL: out += v.as.i ? "true" : "false"; return;
@@ -278,28 +282,46 @@ void json_append(std::string& out, sl_value v) {
       append_base64(out, {s.data, s.size});
       return;
     }
-    case SL_KIND_ARRAY: {
-      out.push_back('[');
-      for (size_t i = 0, n = value_size(v); i < n; ++i) {
-        if (i) out.push_back(',');
-        json_append(out, value_at(v, i));
-      }
-      out.push_back(']');
-      return;
+    default: out += "null"; return;
+  }
+}
+
+}  // namespace
+
+// Iterative, with an explicit stack of the open containers: a value nested 10,000 deep
+// (a plugin can build one; `sluiced plugin-check` feeds one) overflowed the thread's stack
+// when each level was a call.
+void json_append(std::string& out, sl_value v) {
+  struct Open {
+    sl_value container;
+    size_t next;
+    size_t size;
+  };
+  boost::container::small_vector<Open, 16> open;
+  for (;;) {
+    if (v.kind == SL_KIND_ARRAY || v.kind == SL_KIND_OBJECT) {
+      out.push_back(v.kind == SL_KIND_ARRAY ? '[' : '{');
+      open.push_back({v, 0, value_size(v)});
+    } else {
+      append_scalar(out, v);
     }
-    case SL_KIND_OBJECT: {
-      out.push_back('{');
-      for (size_t i = 0, n = value_size(v); i < n; ++i) {
-        if (i) out.push_back(',');
-        sl_str k = object_key_at(v, i);
+    for (;;) {  // the next value to write, closing the containers that are done
+      if (open.empty()) return;
+      Open& o = open.back();
+      if (o.next == o.size) {
+        out.push_back(o.container.kind == SL_KIND_ARRAY ? ']' : '}');
+        open.pop_back();
+        continue;
+      }
+      if (o.next) out.push_back(',');
+      if (o.container.kind == SL_KIND_OBJECT) {
+        sl_str k = object_key_at(o.container, o.next);
         append_escaped(out, {k.data, k.size});
         out.push_back(':');
-        json_append(out, value_at(v, i));
       }
-      out.push_back('}');
-      return;
+      v = value_at(o.container, o.next++);
+      break;
     }
-    default: out += "null"; return;
   }
 }
 

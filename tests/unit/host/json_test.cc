@@ -185,6 +185,26 @@ TEST(Json, DeepNestingIsAnErrorNotAStackOverflow) {
   EXPECT_TRUE(json_parse(std::string(1000, '[') + std::string(1000, ']')).is_ok());
 }
 
+// A plugin can build a value deeper than the parser accepts; json_dump (what sinks write)
+// must not recurse once per level: 10,000 levels overflowed the stack under ASan
+// (`sluiced plugin-check`'s hostile elements found it).
+TEST(Json, DumpsDeeplyNestedValuesWithoutRecursion) {
+  const size_t depth = 20000;
+  Value arrays = Value::integer(1), objects = Value::integer(1);
+  for (size_t i = 0; i < depth; ++i) {
+    arrays = Value::array(std::span(&arrays, 1));
+    std::pair<std::string, Value> entry{"a", std::move(objects)};
+    objects = Value::object(std::span(&entry, 1));
+  }
+  EXPECT_EQ(json_dump(arrays.raw()), std::string(depth, '[') + "1" + std::string(depth, ']'));
+  std::string expected;
+  for (size_t i = 0; i < depth; ++i) expected += R"({"a":)";
+  expected += "1" + std::string(depth, '}');
+  EXPECT_EQ(json_dump(objects.raw()), expected);
+  EXPECT_EQ(json_dump(Value::array({}).raw()), "[]");
+  EXPECT_EQ(json_dump(Value::object({}).raw()), "{}");
+}
+
 TEST(Json, DisplayStringShowsTextRawAndEverythingElseAsJson) {
   EXPECT_EQ(display_string(Value::string("plain").raw()), "plain");
   EXPECT_EQ(display_string(sl_int(3)), "3");
