@@ -76,6 +76,8 @@ def main():
         ran = sluiced("test", pipeline_path, tests_path, *dirs)
         if ran.returncode != 0:
             failures.append(f"sluiced test failed ({ran.returncode}):\n{ran.stdout}{ran.stderr}")
+        elif "(restart check ran)" not in ran.stdout:
+            failures.append("sluiced test did not run the restart check:\n" + ran.stdout)
 
         # 3. factor = 0: refused by the constraint from 1.2 on, accepted before.
         for version, tag in tags.items():
