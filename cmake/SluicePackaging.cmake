@@ -1,32 +1,76 @@
 # Install rules for the service (unit file, example config, docs) and the Debian package
 # (`cpack -G DEB` in the build dir). Included from the top-level CMakeLists.txt.
 #
-# Paths follow the install prefix: `cmake -DCMAKE_INSTALL_PREFIX=/usr` for a distribution
-# package (binaries in /usr/bin, plugins in /usr/lib/<multiarch>/sluice/plugins, the unit in
-# /lib/systemd/system, the config in /etc/sluice); the default /usr/local prefix gives a
-# package that installs under /usr/local (config in /usr/local/etc/sluice), which sluiced
-# finds as well because its default plugin dir is compiled from the same prefix.
+# Every destination is relative to the install prefix (GNUInstallDirs), so that
+# `cmake --install build --prefix P` writes only under P:
+#   P/bin/sluiced, P/<libdir>/sluice/plugins/, P/lib/systemd/system/sluiced.service,
+#   P/etc/sluice/sluiced.toml, P/share/doc/sluice/ (docs and example plugin sources).
+# A distribution package passes absolute directories where the system wants them, e.g.
+#   cmake -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc \
+#         -DSLUICE_SYSTEMD_UNIT_DIR=/lib/systemd/system ...
+# The unit file names the installed sluiced and config: it is written at install time, from
+# the prefix actually installed to. sluiced finds its plugins relative to its own executable
+# (registry/plugin_loader.cc), so a prefix chosen at install time works as well.
 
-if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  set(_sluice_unit_dir "/lib/systemd/system")
-else()
-  set(_sluice_unit_dir "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+set(SLUICE_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
+    "Where the systemd unit is installed (relative to the prefix, or absolute)")
+# Build trees configured before the unit dir became relative cached the absolute
+# PREFIX/lib/systemd/system, which `--prefix P` would not follow.
+if(SLUICE_SYSTEMD_UNIT_DIR STREQUAL "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+  set_property(CACHE SLUICE_SYSTEMD_UNIT_DIR PROPERTY VALUE "lib/systemd/system")
 endif()
-set(SLUICE_SYSTEMD_UNIT_DIR "${_sluice_unit_dir}" CACHE PATH "Where the systemd unit is installed")
-set(SLUICE_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/sluice")
-set(SLUICE_CONFIG_FILE "${SLUICE_CONFIG_DIR}/sluiced.toml")
-set(SLUICE_BINDIR "${CMAKE_INSTALL_FULL_BINDIR}")
-set(SLUICE_DOC_DIR "${CMAKE_INSTALL_FULL_DATADIR}/doc/sluice")
+set(SLUICE_CONFIG_DIR "${CMAKE_INSTALL_SYSCONFDIR}/sluice")
+set(SLUICE_DOC_INSTALL_DIR "${CMAKE_INSTALL_DATADIR}/doc/sluice")
 
+# PREFIX/DIR, or DIR when it is absolute: where a destination ends up for a prefix.
+function(_sluice_full_path out prefix dir)
+  if(IS_ABSOLUTE "${dir}")
+    set(${out} "${dir}" PARENT_SCOPE)
+  else()
+    set(${out} "${prefix}/${dir}" PARENT_SCOPE)
+  endif()
+endfunction()
+# The paths for the configured prefix: the build tree's unit file (tests/service checks it)
+# and the package's conffile.
+_sluice_full_path(SLUICE_BINDIR "${CMAKE_INSTALL_PREFIX}" "${CMAKE_INSTALL_BINDIR}")
+_sluice_full_path(_sluice_config_full "${CMAKE_INSTALL_PREFIX}" "${SLUICE_CONFIG_DIR}")
+_sluice_full_path(SLUICE_DOC_DIR "${CMAKE_INSTALL_PREFIX}" "${SLUICE_DOC_INSTALL_DIR}")
+_sluice_full_path(SLUICE_SYSTEMD_UNIT_FULL_DIR "${CMAKE_INSTALL_PREFIX}" "${SLUICE_SYSTEMD_UNIT_DIR}")
+set(SLUICE_CONFIG_FILE "${_sluice_config_full}/sluiced.toml")
 configure_file(${PROJECT_SOURCE_DIR}/packaging/sluiced.service.in
                ${PROJECT_BINARY_DIR}/packaging/sluiced.service @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/packaging/sluiced.service
-        DESTINATION ${SLUICE_SYSTEMD_UNIT_DIR} COMPONENT runtime)
+# At install time: the same file for the prefix installed to (`--prefix` may differ).
+install(CODE "
+  function(_sluice_full_path out prefix dir)
+    if(IS_ABSOLUTE \"\${dir}\")
+      set(\${out} \"\${dir}\" PARENT_SCOPE)
+    else()
+      set(\${out} \"\${prefix}/\${dir}\" PARENT_SCOPE)
+    endif()
+  endfunction()
+  _sluice_full_path(SLUICE_BINDIR \"\${CMAKE_INSTALL_PREFIX}\" \"${CMAKE_INSTALL_BINDIR}\")
+  _sluice_full_path(_config_dir \"\${CMAKE_INSTALL_PREFIX}\" \"${SLUICE_CONFIG_DIR}\")
+  _sluice_full_path(SLUICE_DOC_DIR \"\${CMAKE_INSTALL_PREFIX}\" \"${SLUICE_DOC_INSTALL_DIR}\")
+  _sluice_full_path(_unit_dir \"\${CMAKE_INSTALL_PREFIX}\" \"${SLUICE_SYSTEMD_UNIT_DIR}\")
+  set(SLUICE_CONFIG_FILE \"\${_config_dir}/sluiced.toml\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/packaging/sluiced.service.in\"
+                 \"${PROJECT_BINARY_DIR}/packaging/install/sluiced.service\" @ONLY)
+  file(INSTALL DESTINATION \"\${_unit_dir}\" TYPE FILE
+       FILES \"${PROJECT_BINARY_DIR}/packaging/install/sluiced.service\")
+  " COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/sluiced.toml
         DESTINATION ${SLUICE_CONFIG_DIR} COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/OPERATIONS.md ${PROJECT_SOURCE_DIR}/docs/CONFIG.md
         ${PROJECT_SOURCE_DIR}/README.md
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/sluice COMPONENT runtime OPTIONAL)
+        DESTINATION ${SLUICE_DOC_INSTALL_DIR} COMPONENT runtime)
+# What a plugin author needs goes with the SDK (component `sdk`, docs/PLUGIN_GUIDE.md):
+# the guides and the example plugins' sources, which build against the installed SDK.
+install(FILES ${PROJECT_SOURCE_DIR}/docs/PLUGIN_GUIDE.md ${PROJECT_SOURCE_DIR}/docs/CHECKPOINTING.md
+        ${PROJECT_SOURCE_DIR}/docs/TESTING.md
+        DESTINATION ${SLUICE_DOC_INSTALL_DIR} COMPONENT sdk)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/third_party_plugin/
+        DESTINATION ${SLUICE_DOC_INSTALL_DIR}/examples COMPONENT sdk
+        PATTERN "build" EXCLUDE)
 
 # --- CPack: one .deb with the daemon, the in-tree plugins and the SDK ----------------
 set(CPACK_PACKAGE_NAME "sluice")

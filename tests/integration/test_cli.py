@@ -827,6 +827,22 @@ class PluginSearchPathTest(SluiceTestCase):
         r = self.sluiced("validate", cfg, env=self.env(plugin_path=""))
         self.assertExit(r, EXIT_INVALID)
         self.assertIn("from_iterable", r.stderr)
+        # The error says where plugins were looked for and how to add a directory.
+        self.assertIn("no source types are registered; plugins were searched in "
+                      f"{self.path('empty')}", r.stderr)
+        for hint in ["SLUICE_PLUGIN_PATH", "--plugin-dir", "plugin_dirs"]:
+            self.assertIn(hint, r.stderr)
+
+    def test_unknown_type_names_the_directories_searched(self):
+        cfg = self.write("conf/numbers.toml", numbers_pipeline(self.path("out.txt")).replace(
+            'type = "from_iterable"', 'type = "from_iterabel"'))
+        extra = self.mkdir("extra")
+        r = self.sluiced("validate", cfg, "--plugin-dir", extra)
+        self.assertExit(r, EXIT_INVALID)
+        line = self.stderr_line_with(r, "unknown source type 'from_iterabel'")
+        self.assertIn("did you mean 'from_iterable'?", line)
+        self.assertIn(f"plugins were searched in {extra}, {PLUGIN_DIR}", line)
+        self.assertIn("SLUICE_PLUGIN_PATH", line)
 
     def test_missing_plugin_dir_in_config(self):
         cfg = self.write("conf/numbers.toml",

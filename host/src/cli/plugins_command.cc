@@ -153,6 +153,9 @@ int plugins_command(const std::filesystem::path& config, bool json, const Plugin
   PluginLoader loader(*registry, host_api_table());
   auto problems = loader.load_search_path(plugin_search_path(all));
   for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
+  if (registry->plugins().empty()) {
+    fmt::print(stderr, "no plugins were found: {}\n", registry->search_hint());
+  }
   fmt::print("{}", json ? plugins_json(*registry) : plugins_text(*registry));
   return problems.empty() ? k_exit_ok : k_exit_invalid;
 }

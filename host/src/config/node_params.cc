@@ -386,10 +386,11 @@ std::optional<Value> Validator::normalise_function(const toml::node& spec,
   if (!fn) {
     auto names = registry_.function_names();
     error(pos(name_node->source()), where.node_id, where.key,
-          names.empty() ? fmt::format("unknown function '{}'; no functions are registered (check "
-                                      "plugin_dirs)",
-                                      name)
-                        : unknown_name_message("function", name, names, "functions"));
+          names.empty()
+              ? fmt::format("unknown function '{}'; no functions are registered; {}", name,
+                            registry_.search_hint())
+              : unknown_name_message("function", name, names, "functions") +
+                    (registry_.search_recorded() ? "; " + registry_.search_hint() : std::string()));
     return std::nullopt;
   }
   const toml::table* args = nullptr;

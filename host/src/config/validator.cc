@@ -362,9 +362,13 @@ void Validator::check_expanded(const NodeSpec& node) {
 void Validator::check_type(NodeSpec& node, const toml::table& table) {
   const auto& section = section_of(node.role);
   const auto valid = registry_.node_type_names(node.role);
+  // Where plugins were looked for, when a loader looked (not for a registry a test filled).
+  const std::string search_suffix =
+      registry_.search_recorded() ? "; " + registry_.search_hint() : std::string();
   const std::string valid_text =
-      valid.empty() ? fmt::format("no {} types are registered (check plugin_dirs)", section.noun)
-                    : fmt::format("valid {} types are: {}", section.noun, join_names(valid));
+      valid.empty()
+          ? fmt::format("no {} types are registered; {}", section.noun, registry_.search_hint())
+          : fmt::format("valid {} types are: {}", section.noun, join_names(valid));
   const toml::node* type = table.get("type");
   if (!type) {
     error(node.pos, node.id, "type",
@@ -384,7 +388,8 @@ void Validator::check_type(NodeSpec& node, const toml::table& table) {
     std::string message =
         valid.empty() ? fmt::format("unknown {} type '{}'; {}", section.noun, node.type, valid_text)
                       : unknown_name_message(fmt::format("{} type", section.noun), node.type, valid,
-                                             fmt::format("{} types", section.noun));
+                                             fmt::format("{} types", section.noun)) +
+                            search_suffix;
     error(pos(type->source()), node.id, "type", std::move(message));
     return;
   }

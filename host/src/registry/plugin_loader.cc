@@ -19,6 +19,9 @@
 #ifndef SLUICE_DEFAULT_PLUGIN_DIR
 #define SLUICE_DEFAULT_PLUGIN_DIR "/usr/lib/sluice/plugins"
 #endif
+#ifndef SLUICE_PLUGIN_DIR_FROM_BINDIR
+#define SLUICE_PLUGIN_DIR_FROM_BINDIR "../lib/sluice/plugins"
+#endif
 
 namespace sluice::host {
 namespace fs = std::filesystem;
@@ -161,7 +164,16 @@ Status check_plugin_file(const fs::path& path) {
 
 }  // namespace
 
-fs::path default_plugin_dir() { return SLUICE_DEFAULT_PLUGIN_DIR; }
+fs::path default_plugin_dir() {
+  // Relative to the running executable, so that an install moved to (or made at) another
+  // prefix than the configured one finds its own plugins. The build tree's sluiced
+  // (build/host/sluiced) has no ../lib/sluice/plugins: tests name build/plugins-out in
+  // SLUICE_PLUGIN_PATH.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return SLUICE_DEFAULT_PLUGIN_DIR;
+  return (exe.parent_path() / SLUICE_PLUGIN_DIR_FROM_BINDIR).lexically_normal();
+}
 
 std::vector<fs::path> plugin_search_path(const std::vector<fs::path>& config_dirs) {
   std::vector<fs::path> out = config_dirs;
@@ -291,11 +303,13 @@ std::vector<LoadProblem> PluginLoader::load_directory(const fs::path& dir) {
 std::vector<LoadProblem> PluginLoader::load_search_path(const std::vector<fs::path>& dirs) {
   std::vector<LoadProblem> problems;
   std::vector<fs::path> seen;
+  std::vector<fs::path> searched;
   for (const auto& dir : dirs) {
     std::error_code ec;
     fs::path c = fs::weakly_canonical(dir, ec);
     if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
     seen.push_back(c);
+    searched.push_back(dir);
     if (!fs::is_directory(dir)) {
       problems.push_back({dir, fmt::format("{}: plugin directory does not exist", dir.string())});
       continue;
@@ -303,6 +317,8 @@ std::vector<LoadProblem> PluginLoader::load_search_path(const std::vector<fs::pa
     auto more = load_directory(dir);
     problems.insert(problems.end(), more.begin(), more.end());
   }
+  const fs::path fallback = default_plugin_dir();
+  registry_.record_search(std::move(searched), fs::is_directory(fallback) ? fs::path() : fallback);
   return problems;
 }
 

@@ -599,4 +599,37 @@ std::vector<std::string> PluginRegistry::function_names() const {
   return out;
 }
 
+void PluginRegistry::record_search(std::vector<std::filesystem::path> dirs,
+                                   std::filesystem::path missing_default) {
+  search_recorded_ = true;
+  for (auto& d : dirs) {
+    if (std::find(searched_dirs_.begin(), searched_dirs_.end(), d) == searched_dirs_.end()) {
+      searched_dirs_.push_back(std::move(d));
+    }
+  }
+  if (!missing_default.empty()) missing_default_dir_ = std::move(missing_default);
+}
+
+std::string PluginRegistry::search_hint() const {
+  std::string out;
+  if (!search_recorded_) {
+    return "add the plugins' directory to the config's plugin_dirs, SLUICE_PLUGIN_PATH "
+           "(colon-separated) or --plugin-dir";
+  }
+  if (searched_dirs_.empty()) {
+    out = "no plugin directory was searched";
+  } else {
+    out = "plugins were searched in ";
+    for (size_t i = 0; i < searched_dirs_.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + searched_dirs_[i].string();
+    }
+  }
+  if (!missing_default_dir_.empty()) {
+    out += fmt::format(" (the install default {} does not exist)", missing_default_dir_.string());
+  }
+  return out +
+         "; add the plugins' directory to the config's plugin_dirs, SLUICE_PLUGIN_PATH "
+         "(colon-separated) or --plugin-dir";
+}
+
 }  // namespace sluice::host

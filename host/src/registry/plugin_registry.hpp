@@ -134,8 +134,25 @@ class PluginRegistry {
   void set_host_api(const sl_host_api* host) { host_api_ = host; }
   [[nodiscard]] const sl_host_api* host_api() const { return host_api_; }
 
+  // The directories the plugins were looked for in, in search order, and the install
+  // default when it does not exist (so it was not searched). PluginLoader::load_search_path
+  // records them; a registry filled otherwise (tests, tools) has none.
+  void record_search(std::vector<std::filesystem::path> dirs,
+                     std::filesystem::path missing_default);
+  [[nodiscard]] bool search_recorded() const { return search_recorded_; }
+  [[nodiscard]] const std::vector<std::filesystem::path>& searched_dirs() const {
+    return searched_dirs_;
+  }
+  // Where the plugins were looked for and how to add a directory, for "no source types
+  // are registered" and "unknown type" errors: "plugins were searched in A, B; add the
+  // plugins' directory to the config's plugin_dirs, SLUICE_PLUGIN_PATH or --plugin-dir".
+  [[nodiscard]] std::string search_hint() const;
+
  private:
   const sl_host_api* host_api_ = nullptr;
+  bool search_recorded_ = false;
+  std::vector<std::filesystem::path> searched_dirs_;
+  std::filesystem::path missing_default_dir_;
   std::vector<std::unique_ptr<PluginInfo>> plugins_;
   std::vector<std::unique_ptr<NodeTypeInfo>> node_types_;
   std::vector<std::unique_ptr<FunctionInfo>> functions_;

@@ -55,6 +55,23 @@
 //
 // Threading: everything runs on the calling task's executor thread unless marked
 // thread-safe (Value copies and releases, host(), Context::post/wake/log are).
+// sluice.hpp needs C++20 (std::span, concepts, designated initialisers): say so once,
+// instead of a hundred errors from the lines below, which the include guard then skips.
+// With CMake, linking Sluice::sdk asks for C++20 for C++ sources (cxx_std_20); with
+// pkg-config, compile with -std=c++20. A C plugin includes <sluice/sluice.h> alone (C11).
+#if !defined(__cplusplus)
+#error "sluice/sluice.hpp is the C++ layer: a C plugin includes <sluice/sluice.h>"
+#define SLUICE_SLUICE_HPP
+#elif defined(_MSVC_LANG)
+#if _MSVC_LANG < 202002L
+#error "sluice/sluice.hpp needs C++20: compile with /std:c++20 (CMake: link Sluice::sdk)"
+#define SLUICE_SLUICE_HPP
+#endif
+#elif __cplusplus < 202002L
+#error "sluice/sluice.hpp needs C++20: compile with -std=c++20 (CMake: link Sluice::sdk)"
+#define SLUICE_SLUICE_HPP
+#endif
+
 #ifndef SLUICE_SLUICE_HPP
 #define SLUICE_SLUICE_HPP
 
