@@ -78,6 +78,8 @@ template <class... Ts>
 constexpr uint32_t min_minor() {
   return detail::min_host_minor_of<detail::PluginLists<NodeTypeList<Ts...>>>();
 }
+static_assert(node_type<Plain>()->flags == 0 &&
+              node_type<WithSideOutput>()->side_output_count == 1);
 static_assert(min_minor<Plain>() == 0);
 static_assert(min_minor<Plain, ForgotTheFlag>() == 0);
 static_assert(min_minor<Plain, Checked>() == 2);

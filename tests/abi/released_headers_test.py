@@ -3,7 +3,8 @@
 
 tests/abi/released_plugin.c is built once per released header (tests/abi/released/1.N);
 this loads all of those plugins into one sluiced and, through the real CLI:
-  - `sluiced plugins --format json` lists each build with the ABI minor it was built with;
+  - `sluiced plugins --json` lists each build with the ABI minor it was built with (and
+    core_ops with the host minor the C++ SDK computed from its types);
   - `sluiced test` runs a pipeline through every build's operator, stateful operator and
     function, with the host's restart check (a snapshot and restore of every stateful node
     between steps), and compares the output;
@@ -47,6 +48,11 @@ def main():
             continue
         if p.get("abi") != version:
             failures.append(f"{version}: listed with ABI {p.get('abi')}")
+    # core_ops, built with the C++ SDK, needs what its types declare: side outputs and
+    # watermarks (1.5), which the SDK found on its own (min_host_minor).
+    core = plugins.get("core_ops", {})
+    if core.get("min_host_abi") != "1.5":
+        failures.append(f"core_ops should need a 1.5 host, lists {core.get('min_host_abi')}")
 
     with tempfile.TemporaryDirectory() as tmp:
         # 2. One branch per build: 1, 2, 3 -> scale(x3) -> add(n=10) -> count, both kept.

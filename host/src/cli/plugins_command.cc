@@ -71,8 +71,9 @@ Value params_value(const std::vector<ParamInfo>& params) {
 std::string plugins_text(const PluginRegistry& registry) {
   std::string out;
   for (const auto& p : registry.plugins()) {
-    out += fmt::format("{} {} (ABI {}.{})  {}\n", p->name, p->version, p->abi_major, p->abi_minor,
-                       p->file.string());
+    out +=
+        fmt::format("{} {} (ABI {}.{}, needs a host of {}.{} or newer)  {}\n", p->name, p->version,
+                    p->abi_major, p->abi_minor, p->abi_major, p->min_host_minor, p->file.string());
     if (!p->doc.empty()) out += fmt::format("  {}\n", p->doc);
     for (const NodeTypeInfo* t : p->node_types) {
       std::string sides;
@@ -124,6 +125,8 @@ std::string plugins_json(const PluginRegistry& registry) {
     e.emplace_back("name", Value::string(p->name));
     e.emplace_back("version", Value::string(p->version));
     e.emplace_back("abi", Value::string(fmt::format("{}.{}", p->abi_major, p->abi_minor)));
+    e.emplace_back("min_host_abi",
+                   Value::string(fmt::format("{}.{}", p->abi_major, p->min_host_minor)));
     e.emplace_back("file", Value::string(p->file.string()));
     e.emplace_back("doc", Value::string(p->doc));
     e.emplace_back("node_types", Value::array(types));

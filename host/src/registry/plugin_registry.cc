@@ -396,6 +396,7 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
   plugin->doc = str_or_empty(d.doc);
   plugin->abi_major = d.abi_major;
   plugin->abi_minor = d.abi_minor;
+  plugin->min_host_minor = d.min_host_minor;
   plugin->file = file;
   plugin->library = std::move(library);
 

@@ -94,6 +94,7 @@ struct PluginInfo {
   std::string doc;
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
+  uint32_t min_host_minor = 0;    // the oldest host minor it says it needs
   std::filesystem::path file;     // "<builtin>" for plugins compiled into the host
   std::shared_ptr<void> library;  // keeps the shared object mapped
   std::vector<const NodeTypeInfo*> node_types;

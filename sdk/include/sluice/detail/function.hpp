@@ -191,6 +191,17 @@ constexpr sl_function_def make_function_def() noexcept {
 template <class F>
 inline constexpr sl_function_def k_function_def = make_function_def<F>();
 
+/// The oldest host minor that serves function F: 2 with a validate callback or a
+/// constrained arg (an older host would not check them), else 0.
+template <class F>
+constexpr uint32_t function_min_host_minor() noexcept {
+  if constexpr (requires(const Config& c) { F::validate(c); }) {
+    return 2;
+  } else {
+    return params_min_host_minor<F>();
+  }
+}
+
 }  // namespace detail
 
 /// The sl_function_def of struct F, whose trampolines catch every failure at the plugin edge.

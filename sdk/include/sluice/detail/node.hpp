@@ -486,20 +486,83 @@ constexpr uint32_t flags_of() noexcept {
   }
 }
 
+/// The oldest host minor that honours a parameter list: 2 when any param declares a
+/// constraint (an older host would not check it), else 0.
+template <class T>
+constexpr uint32_t params_min_host_minor() noexcept {
+  if constexpr (requires { T::k_params; }) {
+    for (const auto& p : T::k_params) {
+      if ((p.flags & ~static_cast<uint32_t>(SL_PARAM_REQUIRED)) != 0) return 2;
+    }
+  }
+  return 0;
+}
+
+/// What node type T declares, read from the class (make_node_type wires the callbacks from
+/// it, and the plugin's min_host_minor is derived from it: reading the function pointers
+/// of the finished sl_node_type is not a constant expression under -fsanitize).
+template <class T>
+struct NodeFeatures {
+  static constexpr bool validate = requires(const Config& c) { T::validate(c); };
+  static constexpr bool map_values =
+      requires(T & n, Context c, std::span<const sl_value> in, std::span<Value> out) {
+    { n.map_values(c, in, out) } -> std::same_as<Status>;
+  };
+  static constexpr bool select_values =
+      requires(T & n, Context c, std::span<const sl_value> in, std::span<uint8_t> k) {
+    { n.select_values(c, in, k) } -> std::same_as<Status>;
+  };
+  static constexpr bool map_keys =
+      requires(T & n, Context c, std::span<const sl_value> in, std::span<Value> out) {
+    { n.map_keys(c, in, out) } -> std::same_as<Status>;
+  };
+  // Stateful is what the overrides say, whatever k_flags says: a type that overrides
+  // snapshot and restore but forgot the flag lost its state at every restart before.
+  static constexpr bool stateful = SLUICE_SDK_OVERRIDES(T, Node, snapshot);
+  static constexpr bool keyed = (flags_of<T>() & SL_NODE_KEYED_STATE) != 0;
+  static constexpr bool on_watermark = SLUICE_SDK_OVERRIDES(T, Node, on_watermark);
+  static constexpr bool prepare = [] {
+    if constexpr (T::k_role == SL_ROLE_SINK) {
+      return SLUICE_SDK_OVERRIDES(T, Sink, checkpoint_prepare);
+    } else {
+      return false;
+    }
+  }();
+  static constexpr bool commit = SLUICE_SDK_OVERRIDES(T, Node, checkpoint_commit);
+  static constexpr bool abort = SLUICE_SDK_OVERRIDES(T, Node, checkpoint_abort);
+  static constexpr bool recover = SLUICE_SDK_OVERRIDES(T, Node, checkpoint_recover);
+
+  /// The oldest host minor that serves all of it (an older host would ignore a callback,
+  /// flag or constraint and run the node wrongly): checkpoint callbacks and chaining 1.1,
+  /// constraints and validate 1.2, map_keys 1.3, keyed state 1.4, watermarks and side
+  /// outputs 1.5. Calls made through Context check the host themselves and do not count.
+  static constexpr uint32_t min_host_minor = [] {
+    uint32_t minor = params_min_host_minor<T>();
+    auto need = [&minor](bool used, uint32_t since) {
+      if (used && since > minor) minor = since;
+    };
+    need(prepare || commit || abort || recover || map_values || select_values, 1);
+    need(validate, 2);
+    need(map_keys, 3);
+    need(keyed, 4);
+    need(on_watermark || side_output_count_of<T>() > 0 || (flags_of<T>() & SL_NODE_WATERMARKS) != 0,
+         5);
+    return minor;
+  }();
+};
+
 template <class T>
 constexpr sl_node_type make_node_type() noexcept {
   static_assert(std::is_base_of_v<Node, T>, "a node type derives from Source, Operator or Sink");
   static_assert(
       requires { T::k_name; }, "a node type declares `static constexpr const char* k_name`");
   using Tr = NodeTrampolines<T>;
-  // Stateful is what the overrides say, whatever k_flags says: a type that overrides
-  // snapshot and restore but forgot the flag lost its state at every restart before.
-  constexpr bool saves = SLUICE_SDK_OVERRIDES(T, Node, snapshot);
-  constexpr bool restores = SLUICE_SDK_OVERRIDES(T, Node, restore);
-  static_assert(saves == restores, "a stateful node type overrides both snapshot and restore");
-  static_assert(saves || (flags_of<T>() & SL_NODE_STATEFUL) == 0,
+  using Has = NodeFeatures<T>;
+  static_assert(Has::stateful == SLUICE_SDK_OVERRIDES(T, Node, restore),
+                "a stateful node type overrides both snapshot and restore");
+  static_assert(Has::stateful || (flags_of<T>() & SL_NODE_STATEFUL) == 0,
                 "k_flags has SL_NODE_STATEFUL: override snapshot and restore");
-  constexpr bool stateful = saves;
+  constexpr bool stateful = Has::stateful;
   sl_node_type t{};
   t.struct_size = sizeof(sl_node_type);
   t.role = T::k_role;
@@ -512,7 +575,7 @@ constexpr sl_node_type make_node_type() noexcept {
   t.max_inputs = T::k_max_inputs;
   t.create = &Tr::create;
   t.destroy = &Tr::destroy;
-  if constexpr (requires(const Config& c) { T::validate(c); }) t.validate = &Tr::validate;
+  if constexpr (Has::validate) t.validate = &Tr::validate;
   t.start = &Tr::start;
   if constexpr (T::k_role == SL_ROLE_SOURCE) {
     t.poll = &Tr::poll;
@@ -520,23 +583,17 @@ constexpr sl_node_type make_node_type() noexcept {
     t.process = &Tr::process;
     t.on_input_end = &Tr::on_input_end;
   }
-  if constexpr (requires(T & n, Context c, std::span<const sl_value> in, std::span<Value> out) {
-                  { n.map_values(c, in, out) } -> std::same_as<Status>;
-                }) {
+  if constexpr (Has::map_values) {
     static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
                   "map_values is for single-input operators");
     t.map_values = &Tr::map_values;
   }
-  if constexpr (requires(T & n, Context c, std::span<const sl_value> in, std::span<uint8_t> k) {
-                  { n.select_values(c, in, k) } -> std::same_as<Status>;
-                }) {
+  if constexpr (Has::select_values) {
     static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
                   "select_values is for single-input operators");
     t.select_values = &Tr::select_values;
   }
-  if constexpr (requires(T & n, Context c, std::span<const sl_value> in, std::span<Value> out) {
-                  { n.map_keys(c, in, out) } -> std::same_as<Status>;
-                }) {
+  if constexpr (Has::map_keys) {
     static_assert(T::k_role == SL_ROLE_OPERATOR && T::k_max_inputs == 1,
                   "map_keys is for single-input operators");
     t.map_keys = &Tr::map_keys;
@@ -549,7 +606,7 @@ constexpr sl_node_type make_node_type() noexcept {
     t.snapshot = &Tr::snapshot;
     t.restore = &Tr::restore;
   }
-  if constexpr ((flags_of<T>() & SL_NODE_KEYED_STATE) != 0) {
+  if constexpr (Has::keyed) {
     static_assert(stateful, "SL_NODE_KEYED_STATE goes with SL_NODE_STATEFUL");
     static_assert(
         SLUICE_SDK_OVERRIDES(T, Node, restore_group) && SLUICE_SDK_OVERRIDES(T, Node, drop_group),
@@ -557,26 +614,16 @@ constexpr sl_node_type make_node_type() noexcept {
     t.restore_group = &Tr::restore_group;
     t.drop_group = &Tr::drop_group;
   }
-  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, on_watermark)) {
+  if constexpr (Has::on_watermark) {
     static_assert(T::k_role != SL_ROLE_SOURCE, "sources have no input watermark");
     t.on_watermark = &Tr::on_watermark;
   }
   t.side_outputs = side_outputs_of<T>();
   t.side_output_count = side_output_count_of<T>();
-  if constexpr (T::k_role == SL_ROLE_SINK) {
-    if constexpr (SLUICE_SDK_OVERRIDES(T, Sink, checkpoint_prepare)) {
-      t.checkpoint_prepare = &Tr::checkpoint_prepare;
-    }
-  }
-  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, checkpoint_commit)) {
-    t.checkpoint_commit = &Tr::checkpoint_commit;
-  }
-  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, checkpoint_abort)) {
-    t.checkpoint_abort = &Tr::checkpoint_abort;
-  }
-  if constexpr (SLUICE_SDK_OVERRIDES(T, Node, checkpoint_recover)) {
-    t.checkpoint_recover = &Tr::checkpoint_recover;
-  }
+  if constexpr (Has::prepare) t.checkpoint_prepare = &Tr::checkpoint_prepare;
+  if constexpr (Has::commit) t.checkpoint_commit = &Tr::checkpoint_commit;
+  if constexpr (Has::abort) t.checkpoint_abort = &Tr::checkpoint_abort;
+  if constexpr (Has::recover) t.checkpoint_recover = &Tr::checkpoint_recover;
   return t;
 }
 

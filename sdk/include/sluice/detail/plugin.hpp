@@ -9,6 +9,7 @@
 #include <sluice/detail/store.hpp>
 #include <sluice/sluice.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,9 @@ template <class... Ts>
 struct NodeTypeList {
   /// Their descriptors, in static storage.
   static constexpr std::array<const sl_node_type*, sizeof...(Ts)> k_list{node_type<Ts>()...};
+  /// The oldest host minor that serves all of them (see detail::NodeFeatures).
+  static constexpr uint32_t k_min_host_minor =
+      std::max({0u, detail::NodeFeatures<Ts>::min_host_minor...});
 };
 
 /// The functions a plugin provides (see SLUICE_FUNCTIONS).
@@ -28,6 +32,9 @@ template <class... Fs>
 struct FunctionList {
   /// Their descriptors, in static storage.
   static constexpr std::array<const sl_function_def*, sizeof...(Fs)> k_list{function<Fs>()...};
+  /// The oldest host minor that serves all of them.
+  static constexpr uint32_t k_min_host_minor =
+      std::max({0u, detail::function_min_host_minor<Fs>()...});
 };
 
 /// The checkpoint stores a plugin provides (see SLUICE_STORES). Since: ABI 1.1.
@@ -88,42 +95,14 @@ constexpr auto data_or_null(const A& a) noexcept -> decltype(a.data()) {
   return a.empty() ? nullptr : a.data();
 }
 
-/// The oldest host minor that serves every declared callback, flag and constraint of a
-/// node type: an older host would ignore them (no checkpoint calls, no watermarks, state
-/// not moved with its key group, constraints unchecked), so it must refuse the plugin.
-/// Calls made through Context at run time are not counted: they check the host themselves.
-constexpr uint32_t params_minor(const sl_param* params, uint32_t count) noexcept {
-  for (uint32_t i = 0; i < count; ++i) {
-    if ((params[i].flags & ~static_cast<uint32_t>(SL_PARAM_REQUIRED)) != 0) return 2;
-  }
-  return 0;
-}
-constexpr uint32_t node_type_minor(const sl_node_type& t) noexcept {
-  uint32_t minor = params_minor(t.params, t.param_count);
-  auto need = [&minor](bool used, uint32_t since) {
-    if (used && since > minor) minor = since;
-  };
-  need(t.checkpoint_prepare || t.checkpoint_commit || t.checkpoint_abort || t.checkpoint_recover,
-       1);
-  need(t.map_values || t.select_values, 1);
-  need(t.validate != nullptr, 2);
-  need(t.map_keys != nullptr, 3);
-  need((t.flags & SL_NODE_KEYED_STATE) != 0, 4);
-  need(t.on_watermark || t.side_output_count > 0 || (t.flags & SL_NODE_WATERMARKS) != 0, 5);
-  return minor;
-}
+/// The oldest host minor that serves what the plugin declares: the newest of its node
+/// types' (NodeFeatures::min_host_minor) and functions' needs, 1.1 for checkpoint stores,
+/// or SLUICE_MIN_HOST_MINOR when the plugin defines it higher before including sluice.hpp.
 template <class Lists>
 constexpr uint32_t min_host_minor_of() noexcept {
-  uint32_t minor = Lists::stores::k_list.size() > 0 ? 1 : 0;
-  for (const sl_node_type* t : Lists::nodes::k_list) {
-    if (node_type_minor(*t) > minor) minor = node_type_minor(*t);
-  }
-  for (const sl_function_def* f : Lists::functions::k_list) {
-    const uint32_t fm = f->validate ? 2 : params_minor(f->params, f->param_count);
-    if (fm > minor) minor = fm;
-  }
+  uint32_t minor = std::max({Lists::nodes::k_min_host_minor, Lists::functions::k_min_host_minor,
+                             Lists::stores::k_list.size() > 0 ? 1u : 0u});
 #ifdef SLUICE_MIN_HOST_MINOR
-  // The plugin asks for more (it relies on a host call it cannot do without).
   if (SLUICE_MIN_HOST_MINOR > minor) minor = SLUICE_MIN_HOST_MINOR;
 #endif
   return minor;
