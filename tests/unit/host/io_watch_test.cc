@@ -9,6 +9,7 @@
 #include "executor/io_watches.hpp"
 #include "executor/task.hpp"
 #include "support/in_process_plugin.hpp"
+#include "support/task_fixture.hpp"
 
 #include <gtest/gtest.h>
 
@@ -323,11 +324,7 @@ inputs = ["src"]
   }
 
   GraphSpec load(const std::string& toml) {
-    auto doc = parse_config_string(toml, "io_watch_test.toml");
-    EXPECT_TRUE(doc.ok());
-    auto spec = validate_config(*doc.value, registry_);
-    for (const auto& d : spec.diagnostics) ADD_FAILURE() << d.to_string();
-    return std::move(*spec.value);
+    return test_support::load_spec(toml, registry_, "io_watch_test.toml");
   }
 
   // The text the sink received (in however many elements it came).

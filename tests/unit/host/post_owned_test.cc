@@ -6,6 +6,7 @@
 #include "executor/host_api.hpp"
 #include "executor/task.hpp"
 #include "support/in_process_plugin.hpp"
+#include "support/task_fixture.hpp"
 
 #include <gtest/gtest.h>
 
@@ -97,17 +98,7 @@ class PostOwnedTest : public ::testing::Test {
   }
 
   GraphSpec load(const std::string& toml) {
-    auto doc = parse_config_string(toml, "post_owned_test.toml");
-    EXPECT_TRUE(doc.ok());
-    auto spec = validate_config(*doc.value, registry_);
-    for (const auto& d : spec.diagnostics) ADD_FAILURE() << d.to_string();
-    return std::move(*spec.value);
-  }
-
-  static Status run_to_end(Task& task) {
-    SLUICE_RETURN_IF_ERROR(task.create());
-    SLUICE_RETURN_IF_ERROR(task.start());
-    return task.run();
+    return test_support::load_spec(toml, registry_, "post_owned_test.toml");
   }
 
   // Every value 0..4 was posted, released exactly once, and never ran after its release.
@@ -135,7 +126,7 @@ inputs = ["src"]
 )");
   {
     Task task(spec, TaskOptions{16, 0, 1, &clock_});
-    ASSERT_TRUE(run_to_end(task).is_ok());
+    ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   }
   expect_each_released_once();
 }
@@ -151,7 +142,7 @@ fail_at = 2
 )");
   {
     Task task(spec, TaskOptions{1, 0, 1, &clock_});
-    Status s = run_to_end(task);
+    Status s = test_support::run_to_end(task);
     ASSERT_FALSE(s.is_ok());
     EXPECT_NE(s.message().find("refused"), std::string::npos) << s.message();
   }
@@ -175,7 +166,7 @@ type = "poster"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{16, 0, 1, &clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   ASSERT_NE(g_poster_ctx, nullptr);
   // The task ended: it takes no more posts, and must not release what it did not take.
   Posted mine{42};

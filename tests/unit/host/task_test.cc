@@ -6,6 +6,7 @@
 #include "config/config_validator.hpp"
 #include "executor/host_api.hpp"
 #include "support/in_process_plugin.hpp"
+#include "support/task_fixture.hpp"
 
 #include <gtest/gtest.h>
 
@@ -279,18 +280,7 @@ class TaskTest : public ::testing::Test {
   }
 
   GraphSpec load(const std::string& toml) {
-    auto doc = parse_config_string(toml, "task_test.toml");
-    EXPECT_TRUE(doc.ok());
-    auto spec = validate_config(*doc.value, registry_);
-    for (const auto& d : spec.diagnostics) ADD_FAILURE() << d.to_string();
-    return std::move(*spec.value);
-  }
-
-  // The whole life of a task that runs until its sources end: create, start, run.
-  static Status run_to_end(Task& task) {
-    SLUICE_RETURN_IF_ERROR(task.create());
-    SLUICE_RETURN_IF_ERROR(task.start());
-    return task.run();
+    return test_support::load_spec(toml, registry_, "task_test.toml");
   }
 
   PluginRegistry registry_;
@@ -312,7 +302,7 @@ type = "record_sink"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   EXPECT_TRUE(task.complete());
   std::vector<std::string> want{"poll:2", "a:0", "a:1", "b:0",      "b:1",
                                 "poll:1", "a:2", "b:2", "a:finish", "b:finish"};
@@ -402,7 +392,7 @@ type = "choke"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{2, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   // Every poll comes only after the previous batch's back-pressure was released.
   std::vector<std::string> want{"poll:2",  "choke:2", "release", "poll:2",
                                 "choke:2", "release", "poll:1",  "choke:1"};
@@ -425,7 +415,7 @@ type = "record_sink"
 inputs = ["p"]
 )");
   Task task(spec, TaskOptions{5, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   std::vector<std::string> want{"poll:5", "out:0", "out:1", "out:3", "out:4", "out:finish"};
   EXPECT_EQ(g_log, want);
   const NodeCounters& c = *task.nodes()[1].counters;
@@ -453,7 +443,7 @@ type = "headers_sink"
 inputs = ["p.dead_letter"]
 )");
   Task task(spec, TaskOptions{5, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   std::vector<std::string> want{"poll:4", "out:0",
                                 "out:1",  "dlq:2|INVALID_ARGUMENT: cannot handle 2|p|",
                                 "out:3",  "out:finish"};
@@ -501,7 +491,7 @@ type = "gate"
 inputs = ["a", "b"]
 )");
   Task task(spec, TaskOptions{1, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   std::vector<std::string> events;
   for (const auto& e : g_log) {
     if (e.rfind("poll", 0) != 0) events.push_back(e);
@@ -521,7 +511,7 @@ type = "record_sink"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{16, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   std::vector<std::string> want{"out:1", "held:finish", "out:99", "out:finish"};
   EXPECT_EQ(g_log, want);
 }
@@ -579,7 +569,7 @@ type = "record_sink"
 inputs = ["src"]
 )");
   Task task(spec, TaskOptions{spec.runtime.batch_size, 0, 1, &real_clock_});
-  ASSERT_TRUE(run_to_end(task).is_ok());
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
   const NodeCounters& c = *task.nodes()[1].counters;
   EXPECT_EQ(c.messages_in.load(), 1000u);  // every delivery is counted
   uint64_t observations = 0;
