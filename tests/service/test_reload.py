@@ -197,6 +197,52 @@ class LiveReloadTest(ReloadBase):
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
         self.assertEqual(lines(out), [f'"{w}"' for w in want])
 
+    def test_a_kept_node_keeps_its_pending_timer_when_it_moves(self):
+        # src -> delay -> out; the reload adds a source and a sink, which moves the kept delay
+        # and sink to other positions in the graph: the element the delay holds, and its timer,
+        # go with it.
+        out, ticks = self.path("out.txt"), self.path("ticks.txt")
+        base_cfg = f"""
+name = "held"
+[sources.src]
+type = "from_http_server"
+port = 0
+[operators.wait]
+type = "delay"
+inputs = ["src"]
+interval_ms = 1500
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["wait"]
+path = {toml_str(out)}
+"""
+        added = f"""
+[sources.ticks]
+type = "from_periodic"
+interval_ms = 20
+value = "tick"
+[sinks.tick_out]
+type = "sink_to_textfile"
+inputs = ["ticks"]
+path = {toml_str(ticks)}
+"""
+        proc, err, sock, cfg = self.start(base_cfg)
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err)[0], timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["held"])
+        self.write("p.toml", base_cfg + added)
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("kept 3 of 5 nodes", ready[1][1].get("STATUS", ""))
+        self.assertEqual(lines(out), [], "the delay let the element out before its time")
+        self.assertTrue(wait_for(lambda: lines(out) == ['"held"'], 10), read_text(err))
+        self.assertTrue(wait_for(lambda: len(lines(ticks)) >= 3, 10), read_text(err))
+        self.post_all(conn, ["later"])
+        self.assertTrue(wait_for(lambda: lines(out) == ['"held"', '"later"'], 10),
+                        read_text(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
     def test_a_node_that_cannot_be_created_rejects_the_reload(self):
         out, blocker = self.path("out.txt"), self.write("blocker", "")
         proc, err, sock, cfg = self.start(http_pipeline("upper", out))
