@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
   validate->add_flag("--create", validate_create,
                      "Also create (and destroy) every node as `run` would, without starting "
                      "it: exit 1 when a create fails (creates may connect to brokers)");
+  bool validate_no_environment = false;
+  validate->add_flag("--no-environment", validate_no_environment,
+                     "Check the config only, not this machine (by default files that nodes "
+                     "will read must exist and directories they write in must be writable, "
+                     "as `run` checks before it starts)");
   add_dirs(validate);
   auto* graph = app.add_subcommand("graph", "Print the pipeline graph");
   graph->add_option("config", config, "Pipeline TOML file")->required();
@@ -121,7 +126,8 @@ int main(int argc, char** argv) {
   host::setup_logging(log_level);
 
   if (run->parsed()) return host::run_command(config, plugin_dirs, reset_state, member);
-  if (validate->parsed()) return host::validate_command(config, plugin_dirs, validate_create);
+  if (validate->parsed())
+    return host::validate_command(config, plugin_dirs, validate_create, !validate_no_environment);
   if (graph->parsed()) return host::graph_command(config, format, plugin_dirs);
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
   if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs, case_patterns);

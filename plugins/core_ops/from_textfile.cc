@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,20 @@ void warn_sometimes(Context ctx, uint64_t& counter, const std::string& what) {
   }
 }
 }  // namespace
+
+void FromTextfile::validate(const Config& cfg) {
+  if (!cfg.check_environment()) return;
+  const std::string path = cfg.get_string("path");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    cfg.fail("path", "cannot read '" + path + "': " + std::strerror(errno) +
+                         " (start would fail; files are checked from the working directory)");
+  }
+  if (S_ISDIR(st.st_mode)) cfg.fail("path", "'" + path + "' is a directory");
+  if (::access(path.c_str(), R_OK) != 0) {
+    cfg.fail("path", "cannot read '" + path + "': " + std::strerror(errno));
+  }
+}
 
 FromTextfile::FromTextfile(const sl_node_init& init, const Config& cfg)
     : path_(cfg.get_string("path")),

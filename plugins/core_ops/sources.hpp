@@ -91,6 +91,8 @@ class FromTextfile final : public sdk::Source {
           .one_of("replace|bytes|skip|fail"),
   };
 
+  /// With the environment checks: the file exists and is readable (task 0 opens it at start).
+  static void validate(const sdk::Config& cfg);
   FromTextfile(const sl_node_init& init, const sdk::Config& cfg);
   ~FromTextfile() override;
   FromTextfile(const FromTextfile&) = delete;

@@ -29,19 +29,19 @@ constexpr size_t k_buffer_size = size_t{64} * 1024;
 
 /// `path` with every "{task}" replaced by `task_index`; throws through cfg when the graph
 /// runs several tasks and the path has no placeholder (they would overwrite one file).
-std::string task_path(const Config& cfg, const sl_node_init& init) {
+std::string task_path(const Config& cfg, uint32_t task_index, uint32_t task_count) {
   std::string path = cfg.get_string("path");
   if (path.empty()) cfg.fail("path", "must not be empty");
   bool replaced = false;
   for (size_t at = path.find(k_task_placeholder); at != std::string::npos;
        at = path.find(k_task_placeholder, at)) {
-    const std::string index = std::to_string(init.task_index);
+    const std::string index = std::to_string(task_index);
     path.replace(at, k_task_placeholder.size(), index);
     at += index.size();
     replaced = true;
   }
-  if (!replaced && init.task_count > 1) {
-    cfg.fail("path", "must contain {task} when the graph runs " + std::to_string(init.task_count) +
+  if (!replaced && task_count > 1) {
+    cfg.fail("path", "must contain {task} when the graph runs " + std::to_string(task_count) +
                          " tasks, so that each task writes its own file (got \"" + path + "\")");
   }
   return path;
@@ -49,8 +49,37 @@ std::string task_path(const Config& cfg, const sl_node_init& init) {
 
 }  // namespace
 
+void SinkToTextfile::validate(const Config& cfg) {
+  for (uint32_t task = 0; task < std::max<uint32_t>(cfg.task_count(), 1); ++task) {
+    const std::string path = task_path(cfg, task, cfg.task_count());
+    if (!cfg.check_environment()) continue;
+    // What start's open(O_WRONLY | O_CREAT) needs: a writable directory (search included),
+    // and a writable file when it exists.
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path.substr(0, slash);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      cfg.fail("path", "the directory '" + dir + "' does not exist (start would fail to open '" +
+                           path + "')");
+    }
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      cfg.fail("path", "the directory '" + dir +
+                           "' is not writable for this user (start would "
+                           "fail to open '" +
+                           path + "')");
+    }
+    if (::stat(path.c_str(), &st) == 0 &&
+        (S_ISDIR(st.st_mode) || ::access(path.c_str(), W_OK) != 0)) {
+      cfg.fail("path", "'" + path + "' exists and is " +
+                           (S_ISDIR(st.st_mode) ? "a directory" : "not writable for this user"));
+    }
+  }
+}
+
 SinkToTextfile::SinkToTextfile(const sl_node_init& init, const Config& cfg) : ctx_(init.ctx) {
-  path_ = task_path(cfg, init);
+  path_ = task_path(cfg, init.task_index, init.task_count);
   json_ = cfg.get_choice("format", {"json", "text"}) == 0;
   append_ = cfg.get_bool("append");
   flush_each_batch_ = cfg.get_choice("flush", {"batch", "finish"}) == 0;

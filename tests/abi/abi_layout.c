@@ -263,6 +263,7 @@ static const field_info k_fields[] = {
     FIELD(sl_validate_init, pipeline),
     FIELD(sl_validate_init, report),
     FIELD(sl_validate_init, report_arg),
+    FIELD(sl_validate_init, environment),
 };
 
 static const const_info k_consts[] = {

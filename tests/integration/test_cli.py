@@ -505,6 +505,61 @@ pth = "x.txt"
         self.assertRegex(r.stderr, r"bad\.toml:\d+:\d+: error: ")
 
 
+class EnvironmentCheckTest(SluiceTestCase):
+    """What start would refuse is a validate error with file:line:col: a file to read that
+    is missing, a directory to write in that does not exist. `run` checks it before it
+    starts anything; `validate --no-environment` and `graph` check the config alone."""
+
+    def config(self, source_path, sink_path):
+        return f"""name = "env"
+[sources.lines]
+type = "from_textfile"
+path = {toml_str(source_path)}
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["lines"]
+path = {toml_str(sink_path)}
+"""
+
+    def test_a_missing_input_file(self):
+        missing = self.path("no-such-input.txt")
+        text = self.config(missing, self.path("out.txt"))
+        cfg = self.write("p.toml", text)
+        line, col = line_col(text, "path", 1)
+        for command in (["validate", cfg], ["run", cfg]):
+            r = self.sluiced(*command)
+            self.assertExit(r, EXIT_INVALID)
+            self.assertIn(f"p.toml:{line}:{col}: error: node 'lines': key 'path': cannot read "
+                          f"'{missing}': No such file or directory", r.stderr)
+        self.assertFalse(os.path.exists(self.path("out.txt")), "run started the sink")
+        self.assertExit(self.sluiced("validate", "--no-environment", cfg), EXIT_OK)
+        self.assertExit(self.sluiced("graph", cfg), EXIT_OK)
+
+        self.write("no-such-input.txt", "a\nb\n")
+        self.assertExit(self.sluiced("validate", cfg), EXIT_OK)
+        self.assertExit(self.sluiced("run", cfg), EXIT_OK)
+        self.assertEqual(self.read("out.txt"), '"a"\n"b"\n')
+
+    def test_a_sink_in_a_missing_directory(self):
+        self.write("in.txt", "a\n")
+        out = self.path("no-such-dir", "out.txt")
+        text = self.config(self.path("in.txt"), out)
+        cfg = self.write("p.toml", text)
+        line, col = line_col(text, "path", 2)
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertIn(f"p.toml:{line}:{col}: error: node 'out': key 'path': the directory "
+                      f"'{self.path('no-such-dir')}' does not exist", r.stderr)
+        self.assertExit(self.sluiced("validate", "--no-environment", cfg), EXIT_OK)
+        os.mkdir(self.path("no-such-dir"))
+        self.assertExit(self.sluiced("validate", cfg), EXIT_OK)
+        # A directory where the file should be.
+        os.mkdir(out)
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertIn(f"'{out}' exists and is a directory", r.stderr)
+
+
 class GraphTest(SluiceTestCase):
     def setUp(self):
         super().setUp()

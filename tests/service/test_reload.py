@@ -243,6 +243,35 @@ path = {toml_str(ticks)}
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
 
+    def test_a_graph_whose_finite_source_ended_drains_instead(self):
+        out, seeds = self.path("out.txt"), self.path("seeds.txt")
+        extra = f"""
+[sources.seed]
+type = "from_iterable"
+values = [1, 2]
+[sinks.seeds]
+type = "sink_to_textfile"
+inputs = ["seed"]
+path = {toml_str(seeds)}
+"""
+        proc, err, sock, cfg = self.start(http_pipeline("upper", out, extra))
+        self.assertTrue(wait_for(lambda: lines(seeds) == ["1", "2"], 10), read_text(err))
+        self.write("p.toml", http_pipeline("lower", out, extra))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reloaded at", ready[1][1].get("STATUS", ""))
+        log = read_text(err)
+        self.assertIn("reload: not in place: node 'seed' has ended", log)
+        self.assertIn("reload: old graph drained", log)
+        # The new graph runs from the start: the seeds again, the new operator.
+        port = self.ports(err, 2)[-1]
+        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["MiXed"])
+        self.assertTrue(wait_for(lambda: lines(out) == ['"mixed"'], 10), read_text(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
     def test_a_node_that_cannot_be_created_rejects_the_reload(self):
         out, blocker = self.path("out.txt"), self.write("blocker", "")
         proc, err, sock, cfg = self.start(http_pipeline("upper", out))

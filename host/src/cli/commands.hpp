@@ -24,9 +24,11 @@ using PluginDirs = std::vector<std::filesystem::path>;  // --plugin-dir, in orde
 int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
                 const std::vector<std::string>& reset_state, const std::string& member = {});
 
-// `sluiced validate`: the config against its plugins; with `create`, also every node
-// of every task created and destroyed as `run` would, without starting it.
-int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create);
+// `sluiced validate`: the config against its plugins, and with `environment` against this
+// machine as `run` checks it (files to read, directories to write in); with `create`, also
+// every node of every task created and destroyed as `run` would, without starting it.
+int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create,
+                     bool environment);
 
 // `sluiced graph`: the validated graph as Graphviz dot or JSON (`format`).
 int graph_command(const std::filesystem::path& config, const std::string& format,

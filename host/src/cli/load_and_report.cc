@@ -11,8 +11,9 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics) {
 }
 
 std::optional<LoadedPipeline> load_and_report(const std::filesystem::path& config,
-                                              const std::vector<std::filesystem::path>& dirs) {
-  auto loaded = load_pipeline(config, dirs);
+                                              const std::vector<std::filesystem::path>& dirs,
+                                              ValidateOptions options) {
+  auto loaded = load_pipeline(config, dirs, options);
   print_diagnostics(loaded.diagnostics);
   if (!loaded.ok() || loaded.has_errors()) return std::nullopt;
   return std::move(*loaded.value);

@@ -16,6 +16,7 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
 
 // load_pipeline, its findings printed; nullopt when any was an error.
 std::optional<LoadedPipeline> load_and_report(const std::filesystem::path& config,
-                                              const std::vector<std::filesystem::path>& dirs);
+                                              const std::vector<std::filesystem::path>& dirs,
+                                              ValidateOptions options = {});
 
 }  // namespace sluice::host

@@ -20,7 +20,9 @@ int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
       return k_exit_invalid;
     }
   }
-  auto pipeline = load_and_report(config, dirs);
+  // The machine is checked too (files to read, directories to write in): a problem is a
+  // config error with its file:line:col before anything starts.
+  auto pipeline = load_and_report(config, dirs, ValidateOptions{.environment = true});
   if (!pipeline) return k_exit_invalid;
   std::unique_ptr<CheckpointService> checkpoints;
   if (pipeline->spec.checkpoint.enabled) {

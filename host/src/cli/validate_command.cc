@@ -12,8 +12,9 @@
 
 namespace sluice::host {
 
-int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create) {
-  auto pipeline = load_and_report(config, dirs);
+int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create,
+                     bool environment) {
+  auto pipeline = load_and_report(config, dirs, ValidateOptions{.environment = environment});
   if (!pipeline) return k_exit_invalid;
   // Pipeline tests written in the file ([[tests]], docs/TESTING.md): `run` ignores them,
   // `validate` checks that `sluiced test` could run them.

@@ -12,6 +12,13 @@
 
 namespace sluice::host {
 
+// What validation checks besides the config itself.
+struct ValidateOptions {
+  // The checks that need this machine (sl_validate_init.environment): `sluiced validate`,
+  // `run` and a reload ask for them; `graph` and `test` do not.
+  bool environment = false;
+};
+
 // Validates `doc` against the node types and functions in `registry`.
 // Diagnostics are sorted by position (stable: findings at one place keep the
 // order they were made in). Warnings (e.g. an output nothing reads) do not
@@ -19,7 +26,8 @@ namespace sluice::host {
 // `doc` first: load_config and load_pipeline run them; a key_by whose
 // repartition_topic was not expanded is an error.
 [[nodiscard]] Diagnosed<GraphSpec> validate_config(const ConfigDocument& doc,
-                                                   const PluginRegistry& registry);
+                                                   const PluginRegistry& registry,
+                                                   ValidateOptions options = {});
 
 // parse_config_file + expand_repartitions + validate_config, for callers whose
 // plugins are already registered (tests, tools). sluiced itself loads plugin_dirs

@@ -461,6 +461,7 @@ std::optional<Value> Validator::check_function_args(const FunctionInfo& fn, cons
     init.task_count = spec_.runtime.tasks;
     init.checkpointing = spec_.checkpoint.enabled ? 1 : 0;
     init.pipeline = {spec_.name.data(), spec_.name.size()};
+    init.environment = options_.environment ? 1 : 0;
     auto where_is = [&](std::string_view key) -> SourcePos {
       if (args) {
         for (const auto& e : entries_in_file_order(*args)) {
@@ -559,6 +560,7 @@ void Validator::run_node_validators() {
     init.task_count = spec_.runtime.tasks;
     init.checkpointing = spec_.checkpoint.enabled ? 1 : 0;
     init.pipeline = {spec_.name.data(), spec_.name.size()};
+    init.environment = options_.environment ? 1 : 0;
     auto where_is = [&](std::string_view key) -> SourcePos {
       if (key.empty()) return node.pos;
       auto it = node.key_pos.find(key);

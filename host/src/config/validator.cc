@@ -67,8 +67,9 @@ std::string unknown_name_message(std::string_view what, std::string_view wrong,
                      suggestion.empty() ? ";" : "", valid_label, join_names(candidates));
 }
 
-Validator::Validator(const ConfigDocument& doc, const PluginRegistry& registry)
-    : doc_(doc), registry_(registry), file_(doc.source_name()) {
+Validator::Validator(const ConfigDocument& doc, const PluginRegistry& registry,
+                     ValidateOptions options)
+    : doc_(doc), registry_(registry), options_(options), file_(doc.source_name()) {
   spec_.file = doc.file;
   spec_.name = doc.file.stem().string();
 }
@@ -731,8 +732,9 @@ void Validator::check_member_state() {
 
 }  // namespace config_detail
 
-Diagnosed<GraphSpec> validate_config(const ConfigDocument& doc, const PluginRegistry& registry) {
-  return config_detail::Validator(doc, registry).run();
+Diagnosed<GraphSpec> validate_config(const ConfigDocument& doc, const PluginRegistry& registry,
+                                     ValidateOptions options) {
+  return config_detail::Validator(doc, registry, options).run();
 }
 
 Diagnosed<GraphSpec> load_config(const std::filesystem::path& file,

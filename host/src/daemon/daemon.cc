@@ -222,33 +222,44 @@ void Daemon::reload() {
   }
   std::string why_not;
   if (auto plan = plan_live_reload(pipeline_->spec, candidate.pipeline->spec, &why_not)) {
-    live_reload(std::move(candidate.pipeline), plan->kept_from,
-                fmt::format("kept {} of {} nodes", plan->kept, plan->kept_from.size()));
-    return;
+    if (live_reload(candidate.pipeline, plan->kept_from,
+                    fmt::format("kept {} of {} nodes", plan->kept, plan->kept_from.size()))) {
+      return;
+    }
+    why_not = "the graph cannot change in place now (logged above)";
   }
+  drain_for_reload(std::move(candidate.pipeline), why_not);
+}
+
+void Daemon::drain_for_reload(std::unique_ptr<LoadedPipeline> next, const std::string& why) {
   // The graph cannot change in place: the old one is drained (its sources end, every
   // finish() runs, sinks flush; with checkpoints: a final checkpoint) and the new one
   // starts, restoring that checkpoint (docs/OPERATIONS.md, "Reload").
   reloading_ = true;
   facts_.state = "reloading";
-  next_ = std::move(candidate.pipeline);
-  spdlog::info("reload: config valid; {}: draining the running graph to start the new one",
-               why_not);
+  next_ = std::move(next);
+  spdlog::info("reload: config valid; {}: draining the running graph to start the new one", why);
   runner_->request_stop();
   arm_deadline("draining the old graph for a reload");
 }
 
-void Daemon::live_reload(std::unique_ptr<LoadedPipeline> next,
+bool Daemon::live_reload(std::unique_ptr<LoadedPipeline>& next,
                          const std::vector<std::optional<size_t>>& kept_from,
                          const std::string& summary) {
   // The new instances are created while the old graph runs on: one that cannot be created
   // rejects the reload and nothing changed.
-  if (Status st = runner_->prepare_reconfigure(next->spec, kept_from); !st.is_ok()) {
+  bool live_impossible = false;
+  if (Status st = runner_->prepare_reconfigure(next->spec, kept_from, live_impossible);
+      !st.is_ok()) {
+    if (live_impossible) {
+      spdlog::info("reload: not in place: {}", st.message());
+      return false;
+    }
     ++facts_.reloads_rejected;
     last_reload_ = fmt::format("reload rejected at {}: {}", clock_time(), st.message());
     spdlog::error("reload rejected: {}; the running graph continues unchanged", st.message());
     notifier_.ready(running_status());
-    return;
+    return true;
   }
   previous_ = std::move(pipeline_);
   pipeline_ = std::move(next);
@@ -256,7 +267,7 @@ void Daemon::live_reload(std::unique_ptr<LoadedPipeline> next,
   if (Status st = runner_->commit_reconfigure(pipeline_->spec); !st.is_ok()) {
     // The failed task ends the graph; on_graph_finished starts previous_ again.
     spdlog::error("reload: the new graph failed to start: {}", st.message());
-    return;
+    return true;
   }
   superseded_.push_back(std::move(previous_));
   ++facts_.reloads_ok;
@@ -264,6 +275,7 @@ void Daemon::live_reload(std::unique_ptr<LoadedPipeline> next,
   spdlog::info("reload: applied in place ({}); pipeline '{}' running", summary,
                pipeline_->spec.name);
   notifier_.ready(running_status());
+  return true;
 }
 
 void Daemon::restore_previous(const Status& failure) {

@@ -62,9 +62,12 @@ class Daemon {
   void on_graph_finished(Status status);
   void on_signal(const boost::system::error_code& ec, int signo);
   void reload();
-  // Replaces the running graph in place with `next` (pipeline/live_reload.hpp).
-  void live_reload(std::unique_ptr<LoadedPipeline> next,
+  // Replaces the running graph in place with `next` (pipeline/live_reload.hpp). False when
+  // it cannot change in place after all (a node has ended): `next` is left to the caller.
+  bool live_reload(std::unique_ptr<LoadedPipeline>& next,
                    const std::vector<std::optional<size_t>>& kept_from, const std::string& summary);
+  // Drains the running graph, then starts `next` (on_graph_finished).
+  void drain_for_reload(std::unique_ptr<LoadedPipeline> next, const std::string& why);
   // A reload's new graph failed before it ran: start the previous one again.
   void restore_previous(const Status& failure);
   void begin_stop();

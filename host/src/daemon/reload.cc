@@ -13,7 +13,8 @@ ReloadCandidate prepare_reload(const std::filesystem::path& config,
     out.rejected = "the config file " + config.string() + " does not exist";
     return out;
   }
-  auto loaded = load_pipeline(config, plugin_dirs);
+  // As `sluiced validate` would, the machine included: the new graph starts right away.
+  auto loaded = load_pipeline(config, plugin_dirs, ValidateOptions{.environment = true});
   for (const Diagnostic& d : loaded.diagnostics) {
     spdlog::log(d.severity == Severity::error ? spdlog::level::err : spdlog::level::warn, "{}",
                 d.to_string());

@@ -71,6 +71,7 @@ void Task::wire() {
 }
 
 Task::~Task() {
+  abort_reconfigure();       // new instances a live reload prepared and never committed
   io_watches_.cancel_all();  // release the plugins' descriptors before they close them
   abort_nodes();
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {

@@ -285,8 +285,10 @@ class Task final : public EpochParticipant {
   // `next` must outlive the task, and so must the spec it replaces (its kept nodes were
   // created from it and may hold its strings).
   Status prepare_reconfigure(const GraphSpec& next, std::vector<std::optional<size_t>> kept_from);
+  // Why prepare_reconfigure would refuse now (empty: it would not).
+  [[nodiscard]] std::string reconfigure_blocker() const;
   Status commit_reconfigure();
-  void abort_reconfigure();
+  void abort_reconfigure();  // also run by ~Task: a task that ended in between
 
   // -- the host API's view (task thread) ------------------------------------
   sl_status emit(size_t node, const sl_message* messages, size_t count);

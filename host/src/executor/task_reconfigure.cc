@@ -11,18 +11,26 @@
 
 namespace sluice::host {
 
-Status Task::prepare_reconfigure(const GraphSpec& next,
-                                 std::vector<std::optional<size_t>> kept_from) {
-  auto refuse = [](std::string why) { return Status(SL_FAILED_PRECONDITION, std::move(why)); };
-  if (reconfigure_) return refuse("a live reload is already prepared");
-  if (failure_) return refuse("the task has failed");
-  if (draining_) return refuse("the task is stopping");
-  if (epoch_ || end_held_) return refuse("a checkpoint is in progress");
-  if (nodes_.size() != spec_->nodes.size()) return refuse("the task runs in test mode");
-  if (kept_from.size() != next.nodes.size()) return refuse("the reload plan does not fit");
+std::string Task::reconfigure_blocker() const {
+  if (reconfigure_) return "a live reload is already prepared";
+  if (failure_) return "the task has failed";
+  if (draining_) return "the task is stopping";
+  if (epoch_ || end_held_) return "a checkpoint is in progress";
+  if (nodes_.size() != spec_->nodes.size()) return "the task runs in test mode";
   for (const NodeRuntime& n : nodes_) {
     // An ended node has told its readers so; a fresh producer could not undo that.
-    if (n.ended) return refuse(fmt::format("node '{}' has ended", n.id));
+    if (n.ended) return fmt::format("node '{}' has ended", n.id);
+  }
+  return {};
+}
+
+Status Task::prepare_reconfigure(const GraphSpec& next,
+                                 std::vector<std::optional<size_t>> kept_from) {
+  if (std::string why = reconfigure_blocker(); !why.empty()) {
+    return Status(SL_FAILED_PRECONDITION, std::move(why));
+  }
+  if (kept_from.size() != next.nodes.size()) {
+    return Status(SL_INVALID_ARGUMENT, "the reload plan does not fit the new graph");
   }
 
   Reconfigure r;

@@ -43,7 +43,8 @@ Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
 }
 
 Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
-                                        const std::vector<std::filesystem::path>& extra_dirs) {
+                                        const std::vector<std::filesystem::path>& extra_dirs,
+                                        ValidateOptions options) {
   Diagnosed<LoadedPipeline> out;
   // Appends a step's findings; true when the step failed (then nothing more is done).
   auto failed = [&out](auto& step) {
@@ -70,7 +71,7 @@ Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
   // key_by's repartition_topic becomes the nodes it stands for, validated like the others.
   std::vector<Diagnostic> expanded = expand_repartitions(doc);
   out.diagnostics.insert(out.diagnostics.end(), expanded.begin(), expanded.end());
-  auto validated = validate_config(doc, *registry);
+  auto validated = validate_config(doc, *registry, options);
   if (failed(validated) || !expanded.empty()) return out;
   out.value = LoadedPipeline{std::move(doc), std::move(*validated.value)};
   out.value->spec.registry = std::move(registry);

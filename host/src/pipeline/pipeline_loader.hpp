@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/config_loader.hpp"
+#include "config/config_validator.hpp"
 #include "config/diagnostic.hpp"
 #include "graph/graph_spec.hpp"
 #include "registry/plugin_registry.hpp"
@@ -42,6 +43,7 @@ struct PluginDirOrigin {
 // order found. No value when anything was an error. A top-level [[tests]] array
 // (pipeline tests, docs/TESTING.md) is accepted and left to `sluiced test`.
 [[nodiscard]] Diagnosed<LoadedPipeline> load_pipeline(
-    const std::filesystem::path& config, const std::vector<std::filesystem::path>& extra_dirs);
+    const std::filesystem::path& config, const std::vector<std::filesystem::path>& extra_dirs,
+    ValidateOptions options = {});
 
 }  // namespace sluice::host

@@ -163,9 +163,20 @@ Status PipelineRunner::on_every_task(const std::function<Status(Task&)>& fn) {
 }
 
 Status PipelineRunner::prepare_reconfigure(const GraphSpec& next,
-                                           const std::vector<std::optional<size_t>>& kept_from) {
+                                           const std::vector<std::optional<size_t>>& kept_from,
+                                           bool& live_impossible) {
+  live_impossible = false;
   if (!running() || stopping_) {
+    live_impossible = true;
     return Status(SL_FAILED_PRECONDITION, "the graph is not running");
+  }
+  Status blocked = on_every_task([](Task& t) {
+    std::string why = t.reconfigure_blocker();
+    return why.empty() ? Status::ok() : Status(SL_FAILED_PRECONDITION, std::move(why));
+  });
+  if (!blocked.is_ok()) {
+    live_impossible = true;
+    return blocked;
   }
   Status st = on_every_task([&](Task& t) { return t.prepare_reconfigure(next, kept_from); });
   kept_from_ = kept_from;

@@ -91,8 +91,11 @@ class PipelineRunner {
   // while they change. A failed prepare has undone itself on every task; after a commit the
   // runner runs `next`, which must outlive it, as must the spec it replaced. A failed
   // commit fails its task, which ends the graph as any failure does.
+  // `live_impossible` is set when no task failed a create but the graph cannot change in
+  // place now (Task::reconfigure_blocker: a node has ended, ...): drain and restart instead.
   Status prepare_reconfigure(const GraphSpec& next,
-                             const std::vector<std::optional<size_t>>& kept_from);
+                             const std::vector<std::optional<size_t>>& kept_from,
+                             bool& live_impossible);
   Status commit_reconfigure(const GraphSpec& next);
 
   // Joins the task threads (after on_finished).

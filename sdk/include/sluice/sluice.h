@@ -56,10 +56,12 @@ extern "C" {
  *       side_outputs, sl_host_api.emit_side) (see "Since 1.5").
  *  1.6: sl_host_api.post_owned (a post whose argument the host releases when
  *       the callback never runs), SL_HAS_FIELD (see "Since 1.6").
+ *  1.7: sl_validate_init.environment: validate callbacks may check the machine
+ *       (files, directories) when the host asks (see "Since 1.7").
  *  A plugin built against an older header loads in a newer host of the same
  *  major; one built against a newer header sets sl_plugin.min_host_minor to
  *  the oldest minor whose additions it needs (older hosts then refuse it). */
-#define SL_ABI_MINOR 6
+#define SL_ABI_MINOR 7
 
 /** Since 1.6 (the macro only; it works on every struct of every minor). True
  *  when `ptr`, a pointer to a struct of type `type` handed over by the other
@@ -727,6 +729,16 @@ typedef struct sl_validate_init {
   sl_str pipeline;         /**< The pipeline's name (config `name`; may be empty). */
   sl_report_fn report;     /**< Call once per problem found. */
   void* report_arg;        /**< Pass to report. */
+  /** Since 1.7. 1 when the host also asks for the checks that need this machine as the
+   *  pipeline will run on it, so that a config that validates does not fail at start:
+   *  a file that start will read exists and is readable, the directory of a file it
+   *  will write exists and is writable. Relative paths are relative to the host's working
+   *  directory, as they will be at start. `sluiced validate` (unless --no-environment),
+   *  `sluiced run` before it starts anything, and a reload set it; `graph`, `test` and
+   *  `plugins` do not (the machine they run on need not be the one that runs the
+   *  pipeline). 0 (or a host older than 1.7: test with SL_HAS_FIELD) asks for the checks
+   *  of the config alone. */
+  uint32_t environment;
 } sl_validate_init;
 
 /** A node type: a source, operator or sink. Each callback receives the state

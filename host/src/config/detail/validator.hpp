@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/config_loader.hpp"
+#include "config/config_validator.hpp"
 #include "config/detail/toml_util.hpp"
 #include "graph/graph_spec.hpp"
 #include "registry/plugin_registry.hpp"
@@ -26,7 +27,7 @@ struct Where {
 
 class Validator {
  public:
-  Validator(const ConfigDocument& doc, const PluginRegistry& registry);
+  Validator(const ConfigDocument& doc, const PluginRegistry& registry, ValidateOptions options);
   Diagnosed<GraphSpec> run() &&;
 
  private:
@@ -98,6 +99,7 @@ class Validator {
 
   const ConfigDocument& doc_;
   const PluginRegistry& registry_;
+  ValidateOptions options_;
   std::string file_;
   GraphSpec spec_;
   std::vector<Diagnostic> diags_;

@@ -593,6 +593,7 @@ class Config {
     for (uint32_t i = 0; init.input_ids != nullptr && i < init.input_count; ++i) {
       input_ids_.emplace_back(init.input_ids[i].data, init.input_ids[i].size);
     }
+    environment_ = SL_HAS_FIELD(&init, sl_validate_init, environment) && init.environment != 0;
   }
 
   /// How many instances of the graph run ([runtime] tasks); 1 for a bare object.
@@ -604,6 +605,10 @@ class Config {
   [[nodiscard]] bool checkpointing() const noexcept { return checkpointing_; }
   /// The pipeline's name (empty when unnamed or unknown).
   [[nodiscard]] const std::string& pipeline() const noexcept { return pipeline_; }
+  /// In a validate callback: true when the host asks for the checks that need this machine
+  /// (sl_validate_init.environment, ABI 1.7): files start will read exist, directories it
+  /// will write in are writable. False elsewhere and on older hosts.
+  [[nodiscard]] bool check_environment() const noexcept { return environment_; }
 
   /// Number of inputs wired to the node (0 for a Config built from a bare object).
   [[nodiscard]] uint32_t input_count() const noexcept { return input_count_; }
@@ -739,6 +744,7 @@ class Config {
   uint32_t task_count_ = 1;
   uint32_t task_index_ = 0;
   bool checkpointing_ = false;
+  bool environment_ = false;
   std::string pipeline_;
   std::vector<std::string> input_ids_;
 };
