@@ -147,7 +147,7 @@ inputs = ["s"]
         cfg = self.write("p.toml", self.config('{ secret_file = "big.pass" }'))
         r = self.sluiced("validate", cfg)
         self.assertExit(r, EXIT_INVALID)
-        self.assertInStderr("more than the 65536 bytes a secret may have", r)
+        self.assertInStderr("65537 bytes, more than the 65536 a secret may have", r)
         self.assertNotIn("QQQQ", r.stderr)
 
     def test_secret_env(self):
