@@ -6,6 +6,7 @@
 #include "plugin_check/plugin_check.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <sluice/sluice.h>
 
 #include <csignal>
@@ -40,10 +41,28 @@ int main(int argc, char** argv) {
 
   std::string config, tests_file, format = "dot";
   bool json = false;
+  // run, validate, graph, checkpoints, test: several config files and --config-dir DIR
+  // (every *.toml in DIR, by name), merged into one pipeline (docs/OPERATIONS.md).
+  std::vector<std::filesystem::path> configs, config_dirs;
+  auto add_configs = [&](CLI::App* sub, bool positional) {
+    if (positional) {
+      sub->add_option("config", configs,
+                      "Pipeline TOML file(s): several are merged into one pipeline");
+    }
+    sub->add_option("--config-dir", config_dirs,
+                    "Also every *.toml file in DIR, sorted by name, not recursive (repeatable)")
+        ->check(CLI::ExistingDirectory);
+  };
+  // The merged list: the files as given, then the directories.
+  auto all_configs = [&] {
+    std::vector<std::filesystem::path> out = configs;
+    out.insert(out.end(), config_dirs.begin(), config_dirs.end());
+    return out;
+  };
 
   auto* run =
       app.add_subcommand("run", "Run a pipeline until its sources end or a signal stops it");
-  run->add_option("config", config, "Pipeline TOML file")->required();
+  add_configs(run, true);
   std::vector<std::string> reset_state;
   run->add_option("--reset-state", reset_state,
                   "With [checkpoint]: start node NODE from fresh state instead of its saved "
@@ -56,11 +75,11 @@ int main(int argc, char** argv) {
   add_dirs(run);
   auto* checkpoints = app.add_subcommand(
       "checkpoints", "List the saved checkpoints of a pipeline (time, positions, state sizes)");
-  checkpoints->add_option("config", config, "Pipeline TOML file")->required();
+  add_configs(checkpoints, true);
   checkpoints->add_flag("--json", json, "Machine-readable output");
   add_dirs(checkpoints);
   auto* validate = app.add_subcommand("validate", "Check a pipeline config without running it");
-  validate->add_option("config", config, "Pipeline TOML file")->required();
+  add_configs(validate, true);
   bool validate_create = false;
   validate->add_flag("--create", validate_create,
                      "Also create (and destroy) every node as `run` would, without starting "
@@ -72,7 +91,7 @@ int main(int argc, char** argv) {
                      "as `run` checks before it starts)");
   add_dirs(validate);
   auto* graph = app.add_subcommand("graph", "Print the pipeline graph");
-  graph->add_option("config", config, "Pipeline TOML file")->required();
+  add_configs(graph, true);
   graph->add_option("--format", format, "dot or json")->check(CLI::IsMember({"dot", "json"}));
   add_dirs(graph);
   auto* plugins = app.add_subcommand("plugins", "List plugins, node types and functions");
@@ -83,7 +102,8 @@ int main(int argc, char** argv) {
       "test",
       "Run pipeline tests on injected input and a virtual clock: sluiced test PIPELINE.toml "
       "[CASES.tests.toml] (docs/TESTING.md)");
-  test->add_option("PIPELINE.toml", config, "The pipeline file to test")->required();
+  test->add_option("PIPELINE.toml", config,
+                   "The pipeline file to test (may be left out with --config-dir)");
   test->add_option("CASES.tests.toml", tests_file,
                    "A file of [[tests]] cases (default: the [[tests]] written "
                    "in the pipeline file)");
@@ -92,6 +112,7 @@ int main(int argc, char** argv) {
                    "Run only the case with this name, or the cases matching this glob (* ? "
                    "[...]); repeatable");
   add_dirs(test);
+  add_configs(test, false);
   host::PluginCheckOptions check;
   auto* plugin_check = app.add_subcommand(
       "plugin-check",
@@ -125,13 +146,23 @@ int main(int argc, char** argv) {
   // belongs to the pipeline (the print sink) and to the tools' output.
   host::setup_logging(log_level);
 
-  if (run->parsed()) return host::run_command(config, plugin_dirs, reset_state, member);
+  if (test->parsed() && !config.empty()) configs.insert(configs.begin(), config);
+  if ((run->parsed() || validate->parsed() || graph->parsed() || test->parsed() ||
+       checkpoints->parsed()) &&
+      all_configs().empty()) {
+    fmt::print(stderr, "error: no config given: name a pipeline file, or --config-dir DIR\n");
+    return host::k_exit_invalid;
+  }
+  if (run->parsed()) return host::run_command(all_configs(), plugin_dirs, reset_state, member);
   if (validate->parsed())
-    return host::validate_command(config, plugin_dirs, validate_create, !validate_no_environment);
-  if (graph->parsed()) return host::graph_command(config, format, plugin_dirs);
+    return host::validate_command(all_configs(), plugin_dirs, validate_create,
+                                  !validate_no_environment);
+  if (graph->parsed()) return host::graph_command(all_configs(), format, plugin_dirs);
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
-  if (test->parsed()) return host::test_command(config, tests_file, plugin_dirs, case_patterns);
-  if (checkpoints->parsed()) return host::checkpoints_command(config, json, plugin_dirs);
+  if (test->parsed()) {
+    return host::test_command(all_configs(), tests_file, plugin_dirs, case_patterns);
+  }
+  if (checkpoints->parsed()) return host::checkpoints_command(all_configs(), json, plugin_dirs);
   if (plugin_check->parsed()) {
     check.timeout_ms = check_timeout_s * 1000;
     return host::plugin_check_command(check);

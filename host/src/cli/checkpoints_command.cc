@@ -290,7 +290,7 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
 
 namespace sluice::host {
 
-int checkpoints_command(const std::filesystem::path& config, bool json, const PluginDirs& dirs) {
+int checkpoints_command(const ConfigPaths& config, bool json, const PluginDirs& dirs) {
   auto pipeline = load_and_report(config, dirs);
   if (!pipeline) return k_exit_invalid;
   return checkpoint::list_checkpoints(pipeline->spec, json);

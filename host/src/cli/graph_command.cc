@@ -8,8 +8,7 @@
 
 namespace sluice::host {
 
-int graph_command(const std::filesystem::path& config, const std::string& format,
-                  const PluginDirs& dirs) {
+int graph_command(const ConfigPaths& config, const std::string& format, const PluginDirs& dirs) {
   auto pipeline = load_and_report(config, dirs);
   if (!pipeline) return k_exit_invalid;
   fmt::print("{}", format == "json" ? to_json(pipeline->spec) : to_dot(pipeline->spec));

@@ -10,13 +10,30 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics) {
   for (const auto& d : diagnostics) fmt::print(stderr, "{}\n", d.to_string());
 }
 
-std::optional<LoadedPipeline> load_and_report(const std::filesystem::path& config,
+std::optional<LoadedPipeline> load_and_report(const std::vector<std::filesystem::path>& config,
                                               const std::vector<std::filesystem::path>& dirs,
                                               ValidateOptions options) {
   auto loaded = load_pipeline(config, dirs, options);
   print_diagnostics(loaded.diagnostics);
   if (!loaded.ok() || loaded.has_errors()) return std::nullopt;
   return std::move(*loaded.value);
+}
+
+std::string config_display_name(const std::vector<std::filesystem::path>& config) {
+  std::string out;
+  for (const auto& p : config) {
+    if (!out.empty()) out += ", ";
+    out += p.string();
+  }
+  return out;
+}
+
+std::filesystem::path tests_file_of(const LoadedPipeline& pipeline) {
+  if (!pipeline.document) return {};
+  const toml::node* tests = pipeline.document->root.get("tests");
+  if (!tests) return {};
+  const auto& path = tests->source().path;
+  return path && !path->empty() ? std::filesystem::path(*path) : pipeline.document->file;
 }
 
 }  // namespace sluice::host

@@ -14,9 +14,17 @@ namespace sluice::host {
 // Prints each finding's one-line form to stderr.
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
 
-// load_pipeline, its findings printed; nullopt when any was an error.
-std::optional<LoadedPipeline> load_and_report(const std::filesystem::path& config,
+// load_pipeline, its findings printed; nullopt when any was an error. `config`: files and
+// config directories, merged.
+std::optional<LoadedPipeline> load_and_report(const std::vector<std::filesystem::path>& config,
                                               const std::vector<std::filesystem::path>& dirs,
                                               ValidateOptions options = {});
+
+// How the config is named in messages: its path, or the paths joined with ", ".
+std::string config_display_name(const std::vector<std::filesystem::path>& config);
+
+// The file that holds the [[tests]] of a loaded config (several files merge into one
+// document); empty when none does.
+std::filesystem::path tests_file_of(const LoadedPipeline& pipeline);
 
 }  // namespace sluice::host

@@ -4,6 +4,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/load_and_report.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/log_redaction.hpp"
 #include "pipeline/checkpoint_service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -12,7 +13,7 @@
 
 namespace sluice::host {
 
-int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
+int run_command(const ConfigPaths& config, const PluginDirs& dirs,
                 const std::vector<std::string>& reset_state, const std::string& member) {
   if (!member.empty()) {
     if (auto problem = member_name_problem(member)) {
@@ -24,6 +25,8 @@ int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
   // config error with its file:line:col before anything starts.
   auto pipeline = load_and_report(config, dirs, ValidateOptions{.environment = true});
   if (!pipeline) return k_exit_invalid;
+  // From here on, no log line shows a secret of the config (a plugin's error quoting it).
+  set_log_secrets(pipeline->spec.secrets);
   std::unique_ptr<CheckpointService> checkpoints;
   if (pipeline->spec.checkpoint.enabled) {
     checkpoint::ResetState reset;

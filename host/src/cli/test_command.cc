@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/load_and_report.hpp"
+#include "graph/redact.hpp"
 #include "testing/pipeline_test.hpp"
 
 #include <fmt/format.h>
@@ -11,12 +12,15 @@
 
 namespace sluice::host {
 
-int test_command(const std::filesystem::path& config, const std::filesystem::path& tests_file,
+int test_command(const ConfigPaths& config, const std::filesystem::path& tests_file,
                  const PluginDirs& dirs, const std::vector<std::string>& case_patterns) {
   // Tests may live in the pipeline file itself ([[tests]]) or in their own file.
   auto pipeline = load_and_report(config, dirs);
   if (!pipeline) return k_exit_invalid;
-  const std::filesystem::path& file = tests_file.empty() ? config : tests_file;
+  // Without a CASES file: the config file that has [[tests]] (the first one when none has).
+  std::filesystem::path file = tests_file;
+  if (file.empty()) file = tests_file_of(*pipeline);
+  if (file.empty()) file = pipeline->document ? pipeline->document->file : config.front();
   auto cases = load_test_cases(file);
   if (!cases.is_ok()) {
     fmt::print(stderr, "{}\n", cases.status().message());
@@ -24,7 +28,7 @@ int test_command(const std::filesystem::path& config, const std::filesystem::pat
       fmt::print(stderr,
                  "(the cases are read from the pipeline file when no CASES file is given: "
                  "sluiced test {} CASES.tests.toml)\n",
-                 config.string());
+                 config_display_name(config));
     }
     return k_exit_invalid;
   }
@@ -54,8 +58,9 @@ int test_command(const std::filesystem::path& config, const std::filesystem::pat
       fmt::print("ok     {}  ({})\n", tc.name, restart_note);
     } else {
       ++failed;
+      // A report quotes records and config values: never a secret.
       fmt::print("FAILED {} ({}:{})  ({})\n{}", tc.name, tc.pos.file, tc.pos.line, restart_note,
-                 outcome.report);
+                 redact_text(outcome.report, pipeline->spec.secrets));
     }
   }
   // "restart check: ran for 2 of 5 cases; not run for 3 (2 no stateful node, 1 the run

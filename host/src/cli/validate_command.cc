@@ -4,6 +4,7 @@
 #include "cli/load_and_report.hpp"
 #include "executor/clock.hpp"
 #include "executor/task.hpp"
+#include "graph/redact.hpp"
 #include "testing/pipeline_test.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +13,7 @@
 
 namespace sluice::host {
 
-int validate_command(const std::filesystem::path& config, const PluginDirs& dirs, bool create,
+int validate_command(const ConfigPaths& config, const PluginDirs& dirs, bool create,
                      bool environment) {
   auto pipeline = load_and_report(config, dirs, ValidateOptions{.environment = environment});
   if (!pipeline) return k_exit_invalid;
@@ -20,7 +21,7 @@ int validate_command(const std::filesystem::path& config, const PluginDirs& dirs
   // `validate` checks that `sluiced test` could run them.
   size_t test_count = 0;
   if (pipeline->document && pipeline->document->root.contains("tests")) {
-    auto cases = load_test_cases(config);
+    auto cases = load_test_cases(tests_file_of(*pipeline));
     if (!cases.is_ok()) {
       fmt::print(stderr, "{}\n", cases.status().message());
       return k_exit_invalid;
@@ -41,13 +42,15 @@ int validate_command(const std::filesystem::path& config, const PluginDirs& dirs
     for (uint32_t i = 0; i < tasks; ++i) {
       Task task(pipeline->spec, TaskOptions{pipeline->spec.runtime.batch_size, i, tasks, &clock});
       if (auto st = task.create(); !st.is_ok()) {
-        fmt::print(stderr, "{}: validated, but create failed (task {}): {}\n", config.string(), i,
-                   st.message());
+        // A plugin's message may quote a secret it was given.
+        fmt::print(stderr, "{}: validated, but create failed (task {}): {}\n",
+                   config_display_name(config), i,
+                   redact_text(std::string(st.message()), pipeline->spec.secrets));
         return k_exit_runtime_error;
       }
     }
   }
-  fmt::print("{}: OK ({} nodes{}{})\n", config.string(), pipeline->spec.nodes.size(),
+  fmt::print("{}: OK ({} nodes{}{})\n", config_display_name(config), pipeline->spec.nodes.size(),
              test_count == 0 ? std::string()
                              : fmt::format(", {} test{}", test_count, test_count == 1 ? "" : "s"),
              create ? ", created" : "");

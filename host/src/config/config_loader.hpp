@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,15 @@ struct ConfigDocument {
   // What the host wrote into `root`, by (node id, key); key "" stands for a whole node.
   std::map<std::pair<std::string, std::string>, GeneratedFrom, std::less<>> generated;
   bool expanded = false;  // the load-time expansions ran (expand_repartitions)
+  // Every file the document was read from, in order (several files and config directories
+  // merge into one document: parse_config_files). `file` is the first.
+  std::vector<std::filesystem::path> files;
+  // The text of every value that came from a secret (resolve_config_values,
+  // config/config_values.hpp): shown as "<redacted>" wherever a config is printed.
+  std::vector<std::string> secrets;
+  // The string values that `${...}` interpolation changed: a number or bool param may be
+  // given as such a string (`port = "${PORT}"`), which the validator then parses.
+  std::set<const toml::node*> interpolated;
 
   // The name used in diagnostics (file as given).
   [[nodiscard]] std::string source_name() const { return file.string(); }
@@ -53,13 +63,27 @@ struct ConfigDocument {
 // error Diagnostic with the position toml++ reports.
 [[nodiscard]] Diagnosed<ConfigDocument> parse_config_file(const std::filesystem::path& file);
 
+// The config files `paths` stand for, in order: a file as given, a directory as every
+// `*.toml` directly in it (not recursive), sorted by name. A missing path or an empty
+// directory is an error at that path. Read again on every reload.
+[[nodiscard]] Diagnosed<std::vector<std::filesystem::path>> expand_config_paths(
+    const std::vector<std::filesystem::path>& paths);
+
+// Reads, parses and merges several config files (expand_config_paths) into one document:
+// the nodes of every file; each other top-level key ([runtime], [admin], [checkpoint],
+// plugin_dirs, name, [[tests]], ...) in one file only. A second one, and a node id given
+// twice, is an error naming both file:line:col. Each toml node keeps its own file, so every
+// later finding points into the file it is written in. One path: parse_config_file.
+[[nodiscard]] Diagnosed<ConfigDocument> parse_config_files(
+    const std::vector<std::filesystem::path>& paths);
+
 // Parses config text as if it had been read from `file` (which need not
 // exist): for tests, fuzzing and `sluiced validate -` on stdin.
 [[nodiscard]] Diagnosed<ConfigDocument> parse_config_string(std::string_view text,
                                                             const std::filesystem::path& file);
 
-// The top-level `plugin_dirs`, relative entries resolved against the config
-// file's directory. Callable before validation because plugins must be loaded
+// The top-level `plugin_dirs`, relative entries resolved against the directory of the
+// config file they are written in. Callable before validation because plugins must be loaded
 // before node types can be checked. A missing key gives an empty list; a key
 // that is not an array of non-empty strings gives errors (the validator
 // reports the same errors again, so callers may ignore these).

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -96,6 +98,29 @@ std::string dotted(std::string_view prefix, std::string_view key) {
 }
 
 }  // namespace
+
+std::optional<Value> parse_interpolated(int32_t param_type, std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  const char* end = text.data() + text.size();
+  if (param_type == SL_PARAM_BOOL) {
+    if (text == "true") return Value::boolean(true);
+    if (text == "false") return Value::boolean(false);
+    return std::nullopt;
+  }
+  if (param_type == SL_PARAM_INT || param_type == SL_PARAM_DURATION) {
+    int64_t v = 0;
+    auto [at, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc() || at != end) return std::nullopt;
+    return Value::integer(v);
+  }
+  if (param_type == SL_PARAM_FLOAT) {
+    double v = 0;
+    auto [at, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc() || at != end || !std::isfinite(v)) return std::nullopt;
+    return Value::floating(v);
+  }
+  return std::nullopt;
+}
 
 std::string expected_text(int32_t param_type) {
   switch (param_type) {
@@ -269,12 +294,33 @@ std::optional<Value> Validator::check_value(const ParamInfo& param, const toml::
       break;
     default: break;
   }
+  std::optional<Value> from_variable;
+  if (!ok && value.is_string() && doc_.interpolated.contains(&value)) {
+    // `port = "${PORT}"`: a number or bool written as an interpolated string.
+    from_variable = parse_interpolated(param.type, value.as_string()->get());
+    if (!from_variable && (param.type == SL_PARAM_BOOL || param.type == SL_PARAM_INT ||
+                           param.type == SL_PARAM_FLOAT || param.type == SL_PARAM_DURATION)) {
+      error(pos(value.source()), where.node_id, where.key,
+            fmt::format("expected {}; the value after ${{...}} interpolation does not parse as "
+                        "one",
+                        expected_text(param.type)));
+      return std::nullopt;
+    }
+    if (from_variable && param.type == SL_PARAM_DURATION &&
+        (from_variable->as_int() < 0 || from_variable->as_int() > k_max_duration_ms)) {
+      error(pos(value.source()), where.node_id, where.key,
+            fmt::format("expected a non-negative int (milliseconds) of at most {}, got {}",
+                        k_max_duration_ms, from_variable->as_int()));
+      return std::nullopt;
+    }
+    ok = from_variable.has_value();
+  }
   if (!ok) {
     error(pos(value.source()), where.node_id, where.key,
           fmt::format("expected {}, got {}", expected_text(param.type), toml_type_name(value)));
     return std::nullopt;
   }
-  Value out = to_value(value);
+  Value out = from_variable ? std::move(*from_variable) : to_value(value);
   if (param.type == SL_PARAM_FLOAT && out.is_int()) {
     out = Value::floating(static_cast<double>(out.as_int()));
   }
@@ -633,12 +679,13 @@ std::optional<Value> Validator::normalise_lua(const toml::node& code, const Wher
                       toml_type_name(code)));
     return std::nullopt;
   }
-  const lua::LuaSource source = lua_source_at(*text, file_);
+  const auto& from = code.source().path;  // merged config files: the node's own file
+  const lua::LuaSource source = lua_source_at(*text, from && !from->empty() ? *from : file_);
   // A fresh sandbox per check: the chunk runs (it only builds the function)
   // and nothing of it outlives validation.
   lua::LuaRuntime runtime;
   if (auto problem = lua::check_source(runtime, source)) {
-    error(SourcePos{file_, static_cast<uint32_t>(problem->line),
+    error(SourcePos{source.file, static_cast<uint32_t>(problem->line),
                     static_cast<uint32_t>(problem->column)},
           where.node_id, where.key, "Lua: " + problem->message);
     return std::nullopt;

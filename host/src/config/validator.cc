@@ -175,17 +175,30 @@ std::optional<int64_t> Validator::runtime_int(const toml::node& node, std::strin
                                 ? fmt::format(">= {}", min)
                                 : fmt::format("{}..{}", min, max);
   const auto* i = node.as_integer();
-  if (!i) {
+  std::optional<int64_t> v = i ? std::optional<int64_t>(i->get()) : std::nullopt;
+  if (!i && node.is_string() && doc_.interpolated.contains(&node)) {
+    // `port = "${ADMIN_PORT}"`: an int written as an interpolated string.
+    if (auto parsed = parse_interpolated(SL_PARAM_INT, node.as_string()->get())) {
+      v = parsed->as_int();
+    } else {
+      error(pos(node.source()), "", full_key,
+            fmt::format("expected int ({}); the value after ${{...}} interpolation does not "
+                        "parse as one",
+                        range));
+      return std::nullopt;
+    }
+  }
+  if (!v) {
     error(pos(node.source()), "", full_key,
           fmt::format("expected int ({}), got {}", range, toml_type_name(node)));
     return std::nullopt;
   }
-  if (i->get() < min || i->get() > max) {
+  if (*v < min || *v > max) {
     error(pos(node.source()), "", full_key,
-          fmt::format("{} is out of range; valid values are {}", i->get(), range));
+          fmt::format("{} is out of range; valid values are {}", *v, range));
     return std::nullopt;
   }
-  return i->get();
+  return *v;
 }
 
 void Validator::check_runtime(const toml::node& node) {

@@ -203,8 +203,11 @@ void Daemon::reload() {
     spdlog::warn("SIGHUP ignored: a reload is already in progress");
     return;
   }
-  spdlog::info("received SIGHUP: reloading {}", options_.config.string());
-  notifier_.reloading(fmt::format("reloading {}", options_.config.string()));
+  std::string config_names;
+  for (const auto& p : options_.config)
+    config_names += (config_names.empty() ? "" : ", ") + p.string();
+  spdlog::info("received SIGHUP: reloading {}", config_names);
+  notifier_.reloading(fmt::format("reloading {}", config_names));
   ReloadCandidate candidate =
       prepare_reload(options_.config, options_.plugin_dirs, pipeline_->spec);
   if (!candidate.pipeline) {

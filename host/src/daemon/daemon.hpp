@@ -32,7 +32,9 @@
 namespace sluice::host {
 
 struct DaemonOptions {
-  std::filesystem::path config;  // read again on SIGHUP
+  // The config files and directories (every *.toml in it), read again on SIGHUP: a file
+  // added to a directory since is part of the new config.
+  std::vector<std::filesystem::path> config;
   std::vector<std::filesystem::path> plugin_dirs;
   // The process exit code when the daemon gives up waiting (a second SIGTERM, a
   // drain past shutdown_timeout_ms) and exits at once.

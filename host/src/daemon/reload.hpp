@@ -17,10 +17,11 @@ struct ReloadCandidate {
   std::string rejected;                      // why, for the log and STATUS=
 };
 
-// Loads `config` with its plugins and validates it as `sluiced validate` does
-// (each finding is logged). Settings that a reload cannot
-// change ([admin]) are compared with `running` and a difference is a warning.
-[[nodiscard]] ReloadCandidate prepare_reload(const std::filesystem::path& config,
+// Loads `config` (files and config directories, read again: a new file in a directory is
+// part of it) with its plugins and validates it as `sluiced validate` does (each finding is
+// logged). The new config's secrets are redacted in the log from then on. Settings that a reload
+// cannot change ([admin]) are compared with `running` and a difference is a warning.
+[[nodiscard]] ReloadCandidate prepare_reload(const std::vector<std::filesystem::path>& config,
                                              const std::vector<std::filesystem::path>& plugin_dirs,
                                              const GraphSpec& running);
 

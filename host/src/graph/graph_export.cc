@@ -81,7 +81,9 @@ std::string to_dot(const GraphSpec& graph) {
     }
   }
   out += "}\n";
-  return out;
+  // Nothing of the config is printed but ids, types and a generated topic; still, a secret
+  // is never shown, even where someone made an id of it.
+  return redact_text(std::move(out), graph.secrets);
 }
 
 std::string to_json(const GraphSpec& graph) {
@@ -123,7 +125,8 @@ std::string to_json(const GraphSpec& graph) {
       out += '}';
     }
     out += ",\"config\":";
-    json_append(out, redact_secrets(node.config).raw());  // secrets never leave the daemon
+    json_append(
+        out, redact_secrets(node.config, graph.secrets).raw());  // secrets never leave the daemon
     out += '}';
   }
   out += "],\"edges\":[";

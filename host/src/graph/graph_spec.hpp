@@ -128,6 +128,10 @@ struct GraphSpec {
   CheckpointSettings checkpoint;
   std::vector<NodeSpec> nodes;     // sources, then operators, then sinks; each in file order
   std::vector<size_t> topo_order;  // indices into nodes: every node after its inputs
+  // The text of every config value that came from a secret ({ secret_file = ... }, ...:
+  // config/config_values.hpp): redacted wherever the config or a message is printed,
+  // whatever its key is called (graph/redact.hpp). Set by load_pipeline.
+  std::vector<std::string> secrets;
 
   [[nodiscard]] const NodeSpec* find(std::string_view id) const;
   [[nodiscard]] std::optional<size_t> index_of(std::string_view id) const;

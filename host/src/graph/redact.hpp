@@ -1,10 +1,15 @@
-// Redaction of secrets in node configs, wherever a config is shown: `sluiced graph
-// --format json` and the admin endpoint's /graph. One rule, here.
+// Redaction of secrets, wherever a config or a message about it is shown: `sluiced graph`
+// (json and dot), the admin endpoint's /graph and /graph.dot, the daemon's log, config
+// errors and `sluiced test` output. One rule, here: a value is secret when its key looks
+// secret (is_secret_key), or when it came from a secret reference in the config
+// ({ secret_file = ... }, GraphSpec::secrets), whatever its key.
 #pragma once
 
 #include "value/value.hpp"
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::host {
 
@@ -21,6 +26,13 @@ inline constexpr std::string_view k_redacted = "<redacted>";
 
 // `config` with the value of every secret key (at any depth, in objects inside objects
 // and arrays) replaced by the string "<redacted>"; the rest is shared, not copied.
-[[nodiscard]] Value redact_secrets(const Value& config);
+// With `secrets` (GraphSpec::secrets), also every string value that holds one of those
+// texts, under any key.
+[[nodiscard]] Value redact_secrets(const Value& config,
+                                   const std::vector<std::string>& secrets = {});
+
+// `text` with every occurrence of every non-empty string of `secrets` replaced by
+// "<redacted>": for messages that may quote a secret (a plugin's error, a config finding).
+[[nodiscard]] std::string redact_text(std::string text, const std::vector<std::string>& secrets);
 
 }  // namespace sluice::host

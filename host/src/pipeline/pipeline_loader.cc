@@ -2,8 +2,10 @@
 
 #include "checkpoint/store.hpp"
 #include "config/config_validator.hpp"
+#include "config/config_values.hpp"
 #include "config/repartition_expansion.hpp"
 #include "executor/host_api.hpp"
+#include "graph/redact.hpp"
 #include "registry/plugin_loader.hpp"
 
 namespace sluice::host {
@@ -42,7 +44,9 @@ Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
   return out;
 }
 
-Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
+namespace {
+
+Diagnosed<LoadedPipeline> load_document(ConfigDocument& doc,
                                         const std::vector<std::filesystem::path>& extra_dirs,
                                         ValidateOptions options) {
   Diagnosed<LoadedPipeline> out;
@@ -51,9 +55,10 @@ Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
     out.diagnostics.insert(out.diagnostics.end(), step.diagnostics.begin(), step.diagnostics.end());
     return !step.ok() || step.has_errors();
   };
-  auto parsed = parse_config_file(config);
-  if (failed(parsed)) return out;
-  ConfigDocument& doc = *parsed.value;
+  // Variables and secrets first: plugin_dirs may name a variable too.
+  std::vector<Diagnostic> resolved = resolve_config_values(doc, process_environment());
+  out.diagnostics.insert(out.diagnostics.end(), resolved.begin(), resolved.end());
+  if (!resolved.empty()) return out;
 
   auto dirs = config_plugin_dirs(doc);
   if (failed(dirs)) return out;
@@ -75,6 +80,29 @@ Diagnosed<LoadedPipeline> load_pipeline(const std::filesystem::path& config,
   if (failed(validated) || !expanded.empty()) return out;
   out.value = LoadedPipeline{std::move(doc), std::move(*validated.value)};
   out.value->spec.registry = std::move(registry);
+  out.value->spec.secrets = out.value->document->secrets;
+  return out;
+}
+
+}  // namespace
+
+Diagnosed<LoadedPipeline> load_pipeline(const std::vector<std::filesystem::path>& configs,
+                                        const std::vector<std::filesystem::path>& extra_dirs,
+                                        ValidateOptions options) {
+  auto parsed = parse_config_files(configs);
+  if (!parsed.ok() || parsed.has_errors()) {
+    Diagnosed<LoadedPipeline> out;
+    out.diagnostics = std::move(parsed.diagnostics);
+    return out;
+  }
+  Diagnosed<LoadedPipeline> out = load_document(*parsed.value, extra_dirs, options);
+  out.diagnostics.insert(out.diagnostics.begin(), parsed.diagnostics.begin(),
+                         parsed.diagnostics.end());
+  // A finding may quote a value (a plugin's validate message, a type error): never a secret.
+  // (The document moved into the result when it loaded.)
+  const std::vector<std::string>& secrets =
+      out.value ? out.value->spec.secrets : parsed.value->secrets;
+  for (Diagnostic& d : out.diagnostics) d.message = redact_text(std::move(d.message), secrets);
   return out;
 }
 

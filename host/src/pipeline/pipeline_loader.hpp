@@ -38,12 +38,19 @@ struct PluginDirOrigin {
     const std::vector<std::filesystem::path>& dirs,
     const std::vector<PluginDirOrigin>& origins = {});
 
-// Config + plugins + load-time expansions (key_by's repartition_topic,
-// config/repartition_expansion.hpp) + validation, with every finding (errors and warnings) in the
-// order found. No value when anything was an error. A top-level [[tests]] array
-// (pipeline tests, docs/TESTING.md) is accepted and left to `sluiced test`.
+// Config + plugins + `${VAR}` interpolation and secrets (config/config_values.hpp) +
+// load-time expansions (key_by's repartition_topic, config/repartition_expansion.hpp) +
+// validation, with every finding (errors and warnings) in the order found, none quoting a
+// secret. No value when anything was an error. A top-level [[tests]] array (pipeline tests,
+// docs/TESTING.md) is accepted and left to `sluiced test`. `configs`: files and config
+// directories, merged (parse_config_files); read from disk on every call (a reload).
 [[nodiscard]] Diagnosed<LoadedPipeline> load_pipeline(
+    const std::vector<std::filesystem::path>& configs,
+    const std::vector<std::filesystem::path>& extra_dirs, ValidateOptions options = {});
+[[nodiscard]] inline Diagnosed<LoadedPipeline> load_pipeline(
     const std::filesystem::path& config, const std::vector<std::filesystem::path>& extra_dirs,
-    ValidateOptions options = {});
+    ValidateOptions options = {}) {
+  return load_pipeline(std::vector<std::filesystem::path>{config}, extra_dirs, options);
+}
 
 }  // namespace sluice::host

@@ -85,7 +85,7 @@ TEST_F(ReloadRegistryTest, FunctionBindAfterARejectedReload) {
   const fs::path bad = write("bad.toml", std::string(k_running_graph) +
                                              "[operators.broken]\ntype = \"no_such_type\"\n"
                                              "inputs = [\"ticks\"]\n");
-  ReloadCandidate candidate = prepare_reload(bad, {}, pipeline->spec);
+  ReloadCandidate candidate = prepare_reload({bad}, {}, pipeline->spec);
   ASSERT_EQ(candidate.pipeline, nullptr);
   EXPECT_NE(candidate.rejected.find("invalid"), std::string::npos) << candidate.rejected;
 

@@ -22,6 +22,11 @@ std::string iso_text(const T& v) {
 }  // namespace
 
 SourcePos pos_of(const std::string& file, const toml::source_region& region) {
+  // A node knows the file it was parsed from: with several config files merged into one
+  // document (parse_config_files), that is not always `file`.
+  if (region.path && !region.path->empty()) {
+    return SourcePos{*region.path, region.begin.line, region.begin.column};
+  }
   return SourcePos{file, region.begin.line, region.begin.column};
 }
 

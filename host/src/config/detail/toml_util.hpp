@@ -12,7 +12,8 @@
 
 namespace sluice::host::config_detail {
 
-// A position for diagnostics from a toml++ source region (its begin).
+// A position for diagnostics from a toml++ source region (its begin), in the file the
+// region was parsed from (`file` when it does not say).
 SourcePos pos_of(const std::string& file, const toml::source_region& region);
 
 // The config-facing name of a TOML value's type: "string", "int", "float",

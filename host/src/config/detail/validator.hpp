@@ -112,6 +112,10 @@ std::string unknown_name_message(std::string_view what, std::string_view wrong,
                                  const std::vector<std::string>& candidates,
                                  std::string_view valid_label);
 
+// An interpolated string (`port = "${PORT}"`) as a value of a bool, int, duration or float
+// param: nullopt when it does not parse as one, or for any other type.
+std::optional<Value> parse_interpolated(int32_t param_type, std::string_view text);
+
 // What a param type accepts, for "expected ..." messages.
 std::string expected_text(int32_t param_type);
 
