@@ -4,6 +4,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/load_and_report.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/logging.hpp"
 #include "pipeline/checkpoint_service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -20,8 +21,10 @@ int run_command(const std::filesystem::path& config, const PluginDirs& dirs,
       return k_exit_invalid;
     }
   }
-  auto pipeline = load_and_report(config, dirs);
+  // As a service, config errors are log records (level error: a journald priority).
+  auto pipeline = load_and_report(config, dirs, ReportTo::log);
   if (!pipeline) return k_exit_invalid;
+  set_log_pipeline(pipeline->spec.name);
   std::unique_ptr<CheckpointService> checkpoints;
   if (pipeline->spec.checkpoint.enabled) {
     checkpoint::ResetState reset;
