@@ -73,6 +73,13 @@ class DebTest(SluiceTestCase):
             E("SLUICE_INSTALL_UNITDIR") + "/sluiced.service",
             E("SLUICE_INSTALL_CONFIG"),
         ]
+        # What lintian asks of a package (scripts/package.sh runs lintian itself).
+        prefix = os.path.dirname(E("SLUICE_INSTALL_BINDIR"))
+        expected += [prefix + "/share/doc/sluice/copyright",
+                     prefix + "/share/doc/sluice/changelog.Debian.gz",
+                     prefix + "/share/lintian/overrides/sluice",
+                     prefix + "/share/man/man8/sluiced.8.gz",
+                     prefix + "/share/man/man1/sluice-plugin-check.1.gz"]
         missing = [p for p in expected if not os.path.isfile(self.in_root(p))]
         listing = subprocess.run([DPKG_DEB, "-c", self.deb], stdout=subprocess.PIPE, text=True,
                                  check=True).stdout
@@ -94,6 +101,17 @@ class DebTest(SluiceTestCase):
         subprocess.run([DPKG_DEB, "-e", self.deb, info], check=True)
         postinst = read_text(os.path.join(info, "postinst"))
         self.assertIn("adduser --system", postinst)
+        # An upgrade restarts a running service, as dh_installsystemd's snippet does.
+        self.assertIn("deb-systemd-invoke try-restart sluiced.service", postinst)
+        maintainer = self.control("Maintainer")
+        self.assertNotIn("localhost", maintainer)
+        self.assertRegex(maintainer, r"^[^<>]+ <[^@<>\s]+@[^@<>\s]+\.[a-z]+>$")
+        self.assertRegex(self.control("Version"), r"^\d+\.\d+\.\d+-\d+$")
+        # Stripped: no debug sections in the daemon.
+        sluiced = self.in_root(E("SLUICE_INSTALL_BINDIR") + "/sluiced")
+        sections = subprocess.run(["readelf", "-S", "-W", sluiced], stdout=subprocess.PIPE,
+                                  text=True, check=True).stdout
+        self.assertNotIn(".debug_info", sections)
         self.assertTrue(os.access(os.path.join(info, "postinst"), os.X_OK))
         self.assertEqual(read_text(os.path.join(info, "conffiles")).split(),
                          [E("SLUICE_INSTALL_CONFIG")])
