@@ -129,9 +129,10 @@ in TOML, with plugins loaded through a stable C ABI. The package holds the\n\
 daemon, its systemd unit, the in-tree plugins and the plugin SDK (headers,\n\
 CMake package, pkg-config file).")
 # Shared-library dependencies are computed by dpkg-shlibdeps (libsystemd0, librdkafka1,
-# liblua5.4-0, libspdlog, ...); adduser is needed by postinst.
+# liblua5.4-0, libspdlog, ...); adduser and init-system-helpers (deb-systemd-helper,
+# deb-systemd-invoke) are needed by the maintainer scripts.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, init-system-helpers (>= 1.54~)")
 # The config is a conffile: an upgrade keeps the operator's edits.
 file(WRITE ${PROJECT_BINARY_DIR}/packaging/conffiles "${SLUICE_CONFIG_FILE}\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
