@@ -1,13 +1,20 @@
 """SIGHUP reload: the new config is validated first. Invalid: logged, STATUS= says so, the
-old graph keeps running. Valid: RELOADING=1, the old graph drains (its sink is flushed),
-the new graph starts, READY=1 again. State is not carried over (no checkpoints yet)."""
+old graph keeps running. Valid: RELOADING=1, then a live reload: the nodes whose config and
+inputs did not change keep running (their files and connections with them), the replaced
+nodes finish (flushed) and the new ones start; READY=1 again. A new node that cannot be
+created rejects the reload and nothing changes; one that cannot start brings the previous
+config back."""
 
+import http.client as httpclient
 import os
+import re
 import signal
+import socket
 import time
 import unittest
 
-from service_it import NotifySocket, admin_url, http, parse_prometheus, read_text, sample
+from service_it import (SERVICE_PLUGIN_DIR, NotifySocket, admin_url, http, parse_prometheus,
+                        read_text, sample)
 from sluice_it import EXIT_OK, SluiceTestCase, toml_str, wait_for
 
 
@@ -32,7 +39,7 @@ def lines(path):
     return read_text(path).splitlines() if os.path.exists(path) else []
 
 
-class ReloadTest(SluiceTestCase):
+class ReloadBase(SluiceTestCase):
     def start(self, text):
         sock = NotifySocket(self.path("notify.sock"))
         self.addCleanup(sock.close)
@@ -41,6 +48,8 @@ class ReloadTest(SluiceTestCase):
         sock.wait("READY", "1")
         return proc, err, sock, cfg
 
+
+class ReloadTest(ReloadBase):
     def test_valid_reload_swaps_the_graph(self):
         out_a, out_b = self.path("a.txt"), self.path("b.txt")
         proc, err, sock, cfg = self.start(config("a", out_a))
@@ -70,7 +79,8 @@ class ReloadTest(SluiceTestCase):
         self.assertEqual(sample(m, "sluice_graph_generation"), 2)
         self.assertEqual(sample(m, "sluice_reloads_total", result="applied"), 1)
         self.assertEqual(sample(m, "sluice_reloads_total", result="rejected"), 0)
-        self.assertIn("reload: old graph drained", read_text(err))
+        # Both nodes changed: nothing was kept.
+        self.assertIn("reload: applied in place (kept 0 of 2 nodes)", read_text(err))
 
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
@@ -110,6 +120,215 @@ class ReloadTest(SluiceTestCase):
         sock.wait("READY", "1", count=3)
         self.assertTrue(wait_for(lambda: "does not exist" in read_text(err), 5), read_text(err))
         self.assertIsNone(proc.poll())
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+
+LISTENING = re.compile(r"from_http_server: listening on 127\.0\.0\.1:(\d+)")
+
+
+def http_pipeline(function, out_path, extra=""):
+    """HTTP bodies -> map(function) -> a file sink that truncates at start (no append)."""
+    return f"""
+name = "ingest"
+plugin_dirs = [{toml_str(SERVICE_PLUGIN_DIR)}]
+[admin]
+port = 0
+[sources.src]
+type = "from_http_server"
+port = 0
+[operators.shape]
+type = "map"
+inputs = ["src"]
+function = {toml_str(function)}
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["shape"]
+path = {toml_str(out_path)}
+{extra}
+"""
+
+
+class LiveReloadTest(ReloadBase):
+    def ports(self, err, count=1):
+        self.assertTrue(wait_for(lambda: len(LISTENING.findall(read_text(err))) >= count, 10),
+                        read_text(err))
+        return [int(p) for p in LISTENING.findall(read_text(err))]
+
+    def post_all(self, conn, bodies):
+        for body in bodies:
+            conn.request("POST", "/", body=body.encode())
+            resp = conn.getresponse()
+            resp.read()
+            self.assertEqual(resp.status, 200)
+
+    def test_unchanged_nodes_keep_their_file_and_connections(self):
+        out = self.path("out.txt")
+        proc, err, sock, cfg = self.start(http_pipeline("upper", out))
+        base = admin_url(err)
+        port = self.ports(err)[0]
+        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, [f"before {i}" for i in range(5)])
+        self.assertTrue(wait_for(lambda: len(lines(out)) >= 5, 10), read_text(err))
+
+        # Only the operator changes: the source and the sink keep running.
+        self.write("p.toml", http_pipeline("lower", out))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reloaded at", ready[1][1].get("STATUS", ""))
+        self.assertIn("kept 2 of 3 nodes", read_text(err))
+
+        # The same keep-alive connection goes on; the file was not truncated.
+        self.post_all(conn, [f"AFTER {i}" for i in range(5)])
+        want = [f"BEFORE {i}" for i in range(5)] + [f"after {i}" for i in range(5)]
+        self.assertTrue(wait_for(lambda: lines(out) == [f'"{w}"' for w in want], 10),
+                        f"{lines(out)}\n{read_text(err)}")
+        # The kept source did not listen again.
+        self.assertEqual(len(self.ports(err)), 1, read_text(err))
+        m = parse_prometheus(http("GET", base + "/metrics")[2])
+        self.assertEqual(sample(m, "sluice_reloads_total", result="applied"), 1)
+        self.assertEqual(sample(m, "sluice_graph_generation"), 2)
+        # The kept sink's counter goes on from before the reload.
+        self.assertEqual(sample(m, "sluice_node_messages_in_total", node="out"), 10)
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+        self.assertEqual(lines(out), [f'"{w}"' for w in want])
+
+    def test_a_kept_node_keeps_its_pending_timer_when_it_moves(self):
+        # src -> delay -> out; the reload adds a source and a sink, which moves the kept delay
+        # and sink to other positions in the graph: the element the delay holds, and its timer,
+        # go with it.
+        out, ticks = self.path("out.txt"), self.path("ticks.txt")
+        base_cfg = f"""
+name = "held"
+[sources.src]
+type = "from_http_server"
+port = 0
+[operators.wait]
+type = "delay"
+inputs = ["src"]
+interval_ms = 1500
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["wait"]
+path = {toml_str(out)}
+"""
+        added = f"""
+[sources.ticks]
+type = "from_periodic"
+interval_ms = 20
+value = "tick"
+[sinks.tick_out]
+type = "sink_to_textfile"
+inputs = ["ticks"]
+path = {toml_str(ticks)}
+"""
+        proc, err, sock, cfg = self.start(base_cfg)
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err)[0], timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["held"])
+        self.write("p.toml", base_cfg + added)
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("kept 3 of 5 nodes", ready[1][1].get("STATUS", ""))
+        self.assertEqual(lines(out), [], "the delay let the element out before its time")
+        self.assertTrue(wait_for(lambda: lines(out) == ['"held"'], 10), read_text(err))
+        self.assertTrue(wait_for(lambda: len(lines(ticks)) >= 3, 10), read_text(err))
+        self.post_all(conn, ["later"])
+        self.assertTrue(wait_for(lambda: lines(out) == ['"held"', '"later"'], 10),
+                        read_text(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+    def test_a_node_that_cannot_be_created_rejects_the_reload(self):
+        out, blocker = self.path("out.txt"), self.write("blocker", "")
+        proc, err, sock, cfg = self.start(http_pipeline("upper", out))
+        base = admin_url(err)
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err)[0], timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["one", "two"])
+
+        # A valid config whose new node fails in create (its blocker file exists).
+        gate = f"""
+[operators.gate]
+type = "gate"
+inputs = ["shape"]
+blocker = {toml_str(blocker)}
+[sinks.audit]
+type = "sink_to_textfile"
+inputs = ["gate"]
+path = {toml_str(self.path("audit.txt"))}
+"""
+        self.write("p.toml", http_pipeline("lower", out, gate))
+        self.assertExit(self.sluiced("validate", cfg), EXIT_OK)
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        status_line = ready[1][1].get("STATUS", "")
+        self.assertIn("reload rejected", status_line)
+        self.assertIn("gate: the blocker file exists", status_line)
+        self.assertIn("the running graph continues unchanged", read_text(err))
+
+        # Nothing changed: same connection, same operator (upper), file intact.
+        self.post_all(conn, ["three"])
+        self.assertTrue(wait_for(lambda: lines(out) == ['"ONE"', '"TWO"', '"THREE"'], 10),
+                        f"{lines(out)}\n{read_text(err)}")
+        self.assertFalse(os.path.exists(self.path("audit.txt")))
+        self.assertEqual(http("GET", base + "/readyz")[0], 200)
+        m = parse_prometheus(http("GET", base + "/metrics")[2])
+        self.assertEqual(sample(m, "sluice_reloads_total", result="rejected"), 1)
+        self.assertEqual(sample(m, "sluice_reloads_total", result="applied"), 0)
+        self.assertEqual(sample(m, "sluice_graph_generation"), 1)
+
+        # With the blocker gone the same config applies.
+        os.unlink(blocker)
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=3)
+        self.assertIn("reloaded at", ready[2][1].get("STATUS", ""))
+        self.post_all(conn, ["FOUR"])
+        self.assertTrue(wait_for(lambda: lines(self.path("audit.txt")) == ['"four"'], 10),
+                        read_text(err))
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+    def test_a_node_that_cannot_start_brings_the_previous_config_back(self):
+        out = self.path("out.txt")
+        proc, err, sock, cfg = self.start(http_pipeline("upper", out, "append = true"))
+        base = admin_url(err)
+        # A port that is taken: a second HTTP source cannot listen on it (known only at start).
+        taken = socket.socket()
+        self.addCleanup(taken.close)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        extra = f"""append = true
+[sources.second]
+type = "from_http_server"
+port = {taken.getsockname()[1]}
+[sinks.second_out]
+type = "sink_to_textfile"
+inputs = ["second"]
+path = {toml_str(self.path("second.txt"))}
+"""
+        self.write("p.toml", http_pipeline("upper", out, extra))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reload failed", ready[1][1].get("STATUS", ""))
+        self.assertIn("starting the previous config again", read_text(err))
+        self.assertIsNone(proc.poll(), "sluiced exited after a reload that failed to start")
+
+        # The previous graph runs again (a new listener: the port was 0) and takes data.
+        port = self.ports(err, 2)[-1]
+        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["again"])
+        self.assertTrue(wait_for(lambda: lines(out) == ['"AGAIN"'], 10), read_text(err))
+        self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 10))
+        m = parse_prometheus(http("GET", base + "/metrics")[2])
+        self.assertEqual(sample(m, "sluice_reloads_total", result="rejected"), 1)
+        self.assertEqual(sample(m, "sluice_reloads_total", result="applied"), 0)
 
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))

@@ -1,6 +1,7 @@
 #include "daemon/daemon.hpp"
 
 #include "daemon/reload.hpp"
+#include "pipeline/live_reload.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -112,6 +113,12 @@ void Daemon::on_graph_running() {
   const GraphSpec& spec = pipeline_->spec;
   facts_.state = "running";
   facts_.started_unix_ms = unix_ms();
+  if (previous_) {
+    // A drained reload's new graph runs: the reload is done.
+    previous_.reset();
+    ++facts_.reloads_ok;
+    last_reload_ = fmt::format("reloaded at {}", clock_time());
+  }
   spdlog::info("pipeline '{}' running ({} task{})", spec.name, spec.runtime.tasks,
                spec.runtime.tasks == 1 ? "" : "s");
   notifier_.ready(running_status());
@@ -124,6 +131,11 @@ void Daemon::on_graph_finished(Status status) {
     if (!s.is_ok()) spdlog::error("{}", s.message());
   }
   runner_.reset();  // destroys the nodes: files closed, plugin resources released
+  superseded_.clear();
+  if (!status.is_ok() && previous_ && !stopping_) {
+    restore_previous(status);
+    return;
+  }
   if (!status.is_ok()) {
     outcome_ = status;
     next_.reset();
@@ -134,9 +146,8 @@ void Daemon::on_graph_finished(Status status) {
   if (reloading_ && !stopping_ && next_) {
     deadline_.cancel();
     reloading_ = false;
-    pipeline_ = std::move(next_);  // the old plugins' registry goes with the old config
-    ++facts_.reloads_ok;
-    last_reload_ = fmt::format("reloaded at {}", clock_time());
+    previous_ = std::move(pipeline_);  // until the new graph runs
+    pipeline_ = std::move(next_);
     spdlog::info("reload: old graph drained; starting pipeline '{}'", pipeline_->spec.name);
     start_graph();
     return;
@@ -209,15 +220,62 @@ void Daemon::reload() {
     notifier_.ready(running_status());
     return;
   }
-  // Without checkpoints, state is not carried over: the old graph is drained
-  // (its sources end, every finish() runs, sinks flush) and the new one starts
-  // fresh (docs/OPERATIONS.md, "Reload").
+  std::string why_not;
+  if (auto plan = plan_live_reload(pipeline_->spec, candidate.pipeline->spec, &why_not)) {
+    live_reload(std::move(candidate.pipeline), plan->kept_from,
+                fmt::format("kept {} of {} nodes", plan->kept, plan->kept_from.size()));
+    return;
+  }
+  // The graph cannot change in place: the old one is drained (its sources end, every
+  // finish() runs, sinks flush; with checkpoints: a final checkpoint) and the new one
+  // starts, restoring that checkpoint (docs/OPERATIONS.md, "Reload").
   reloading_ = true;
   facts_.state = "reloading";
   next_ = std::move(candidate.pipeline);
-  spdlog::info("reload: config valid; draining the running graph");
+  spdlog::info("reload: config valid; {}: draining the running graph to start the new one",
+               why_not);
   runner_->request_stop();
   arm_deadline("draining the old graph for a reload");
+}
+
+void Daemon::live_reload(std::unique_ptr<LoadedPipeline> next,
+                         const std::vector<std::optional<size_t>>& kept_from,
+                         const std::string& summary) {
+  // The new instances are created while the old graph runs on: one that cannot be created
+  // rejects the reload and nothing changed.
+  if (Status st = runner_->prepare_reconfigure(next->spec, kept_from); !st.is_ok()) {
+    ++facts_.reloads_rejected;
+    last_reload_ = fmt::format("reload rejected at {}: {}", clock_time(), st.message());
+    spdlog::error("reload rejected: {}; the running graph continues unchanged", st.message());
+    notifier_.ready(running_status());
+    return;
+  }
+  previous_ = std::move(pipeline_);
+  pipeline_ = std::move(next);
+  ++facts_.generation;
+  if (Status st = runner_->commit_reconfigure(pipeline_->spec); !st.is_ok()) {
+    // The failed task ends the graph; on_graph_finished starts previous_ again.
+    spdlog::error("reload: the new graph failed to start: {}", st.message());
+    return;
+  }
+  superseded_.push_back(std::move(previous_));
+  ++facts_.reloads_ok;
+  last_reload_ = fmt::format("reloaded at {} ({})", clock_time(), summary);
+  spdlog::info("reload: applied in place ({}); pipeline '{}' running", summary,
+               pipeline_->spec.name);
+  notifier_.ready(running_status());
+}
+
+void Daemon::restore_previous(const Status& failure) {
+  ++facts_.reloads_rejected;
+  last_reload_ = fmt::format("reload failed at {}: {}", clock_time(), failure.message());
+  spdlog::error(
+      "reload failed: the new graph did not start ({}); starting the previous config "
+      "again",
+      failure.message());
+  pipeline_ = std::move(previous_);
+  reloading_ = false;
+  start_graph();
 }
 
 void Daemon::watchdog_tick() {

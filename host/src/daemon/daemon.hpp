@@ -3,9 +3,12 @@
 // (SIGTERM/SIGINT stop, SIGHUP reloads), the shutdown deadline, the systemd
 // notify protocol and watchdog, and the admin endpoint.
 //
-// Lifecycle: start graph -> READY=1 -> [SIGHUP: validate; invalid -> keep
-// running; valid -> RELOADING=1, drain the old graph, start the new one,
-// READY=1] -> SIGTERM: STOPPING=1, drain, exit.
+// Lifecycle: start graph -> READY=1 -> [SIGHUP: RELOADING=1, validate; invalid -> keep
+// running; valid -> a live reload (the nodes that did not change keep running: the new
+// ones are created, the replaced ones finish, the new ones start) or, when the graph
+// cannot change in place, drain the old graph and start the new one; READY=1. A new graph
+// that fails to start gives way to the previous one again] -> SIGTERM: STOPPING=1, drain,
+// exit.
 #pragma once
 
 #include "admin/admin_endpoint.hpp"
@@ -59,6 +62,11 @@ class Daemon {
   void on_graph_finished(Status status);
   void on_signal(const boost::system::error_code& ec, int signo);
   void reload();
+  // Replaces the running graph in place with `next` (pipeline/live_reload.hpp).
+  void live_reload(std::unique_ptr<LoadedPipeline> next,
+                   const std::vector<std::optional<size_t>>& kept_from, const std::string& summary);
+  // A reload's new graph failed before it ran: start the previous one again.
+  void restore_previous(const Status& failure);
   void begin_stop();
   void arm_deadline(const char* what);
   void watchdog_tick();
@@ -75,6 +83,12 @@ class Daemon {
   std::unique_ptr<LoadedPipeline> pipeline_;  // the running graph's config and plugins
   std::unique_ptr<PipelineRunner> runner_;
   std::unique_ptr<LoadedPipeline> next_;  // a validated reload waiting for the drain
+  // The graph a reload replaced, until the new one runs: started again if the new one fails
+  // first.
+  std::unique_ptr<LoadedPipeline> previous_;
+  // Graphs a live reload replaced: the running nodes they created stay in the runner (their
+  // plugins, strings and configs with them) until it ends.
+  std::vector<std::unique_ptr<LoadedPipeline>> superseded_;
   std::unique_ptr<AdminEndpoint> admin_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer deadline_;

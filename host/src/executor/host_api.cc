@@ -97,13 +97,13 @@ void api_timer_cancel(sl_context* ctx, uint64_t timer_id) {
   task_of(ctx).timer_cancel(ctx->node, timer_id);
 }
 sl_status api_post(sl_context* ctx, sl_task_fn fn, void* arg) {
-  return task_of(ctx).post(ctx->node, fn, arg, nullptr);
+  return task_of(ctx).post(ctx, fn, arg, nullptr);
 }
 
 sl_status api_post_owned(sl_context* ctx, sl_task_fn fn, void* arg, sl_release_fn release) {
-  return task_of(ctx).post(ctx->node, fn, arg, release);
+  return task_of(ctx).post(ctx, fn, arg, release);
 }
-void api_wake(sl_context* ctx) { task_of(ctx).wake(ctx->node); }
+void api_wake(sl_context* ctx) { task_of(ctx).wake(ctx); }
 void api_set_backpressure(sl_context* ctx, int32_t full) {
   task_of(ctx).set_backpressure(ctx->node, full != 0);
 }

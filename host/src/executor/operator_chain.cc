@@ -80,7 +80,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
       s.next.resize(n);
       std::memset(s.next.data(), 0, n * sizeof(sl_value));
       const sl_status status = call(op, [&] {
-        return op.vt->map_values(op.self, &op.ctx, s.values.data(), n, s.next.data());
+        return op.vt->map_values(op.self, op.ctx.get(), s.values.data(), n, s.next.data());
       });
       if (owned) release_all(s.values, n);
       if (status != SL_OK) {
@@ -95,7 +95,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
       s.next_keys.resize(n);
       std::memset(s.next_keys.data(), 0, n * sizeof(sl_value));
       const sl_status status = call(op, [&] {
-        return op.vt->map_keys(op.self, &op.ctx, s.values.data(), n, s.next_keys.data());
+        return op.vt->map_keys(op.self, op.ctx.get(), s.values.data(), n, s.next_keys.data());
       });
       if (keyed) release_all(s.keys, n);
       if (status != SL_OK) {
@@ -107,7 +107,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
     } else {
       s.keep.resize(n);
       const sl_status status = call(op, [&] {
-        return op.vt->select_values(op.self, &op.ctx, s.values.data(), n, s.keep.data());
+        return op.vt->select_values(op.self, op.ctx.get(), s.values.data(), n, s.keep.data());
       });
       if (status != SL_OK) {
         if (owned) release_all(s.values, n);

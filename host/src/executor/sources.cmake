@@ -3,6 +3,7 @@ target_sources(sluice_host_core PRIVATE
   src/executor/task_epoch.cc
   src/executor/task_key_groups.cc
   src/executor/task_watermarks.cc
+  src/executor/task_reconfigure.cc
   src/executor/node_gauges.cc
   src/executor/operator_chain.cc
   src/executor/host_api.cc

@@ -15,22 +15,41 @@
 namespace sluice::host {
 
 Task::Task(const GraphSpec& spec, TaskOptions options)
-    : registry_(spec.registry), spec_(spec), options_(options), wakeup_(io_) {
+    : registry_(spec.registry), spec_(&spec), options_(options), wakeup_(io_) {
   nodes_.reserve(spec.nodes.size() + 8);
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    const NodeSpec& n = spec.nodes[i];
     NodeRuntime& rt = nodes_.emplace_back();
-    rt.ctx = {this, i};
-    rt.id = n.id;
-    rt.type = n.type;
-    rt.role = n.role;
-    rt.vt = &n.info->vtable;
-    rt.config = n.config;
-    rt.input_count = static_cast<uint32_t>(n.inputs.size());
-    rt.on_error = n.on_error;
-    rt.input_full.assign(n.inputs.size(), false);
-    rt.side_consumers.resize(n.info->side_outputs.size());
-    for (const InputRef& ref : n.inputs) rt.input_ids.push_back({ref.id.data(), ref.id.size()});
+    init_runtime(rt, spec, i);
+    *rt.ctx = {this, i};
+    rt.key = i;
+    index_of_key_.push_back(i);
+  }
+  wire();
+}
+
+void Task::init_runtime(NodeRuntime& rt, const GraphSpec& spec, size_t index) {
+  const NodeSpec& n = spec.nodes[index];
+  rt.id = n.id;
+  rt.type = n.type;
+  rt.role = n.role;
+  rt.vt = &n.info->vtable;
+  rt.config = n.config;
+  rt.input_count = static_cast<uint32_t>(n.inputs.size());
+  rt.on_error = n.on_error;
+  rt.input_full.assign(n.inputs.size(), false);
+  rt.side_consumers.resize(n.info->side_outputs.size());
+  for (const InputRef& ref : n.inputs) rt.input_ids.push_back({ref.id.data(), ref.id.size()});
+}
+
+void Task::wire() {
+  const GraphSpec& spec = *spec_;
+  sources_.clear();
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    NodeRuntime& rt = nodes_[i];
+    rt.consumers.clear();
+    rt.dead_letter_consumers.clear();
+    for (auto& side : rt.side_consumers) side.clear();
+    rt.input_only_sources.reset();
   }
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
@@ -69,7 +88,7 @@ Task::~Task() {
 }
 
 Status Task::replace_with_injector(std::string_view id) {
-  auto index = spec_.index_of(id);
+  auto index = spec_->index_of(id);
   if (!index || nodes_[*index].role != SL_ROLE_SOURCE) {
     return Status(SL_NOT_FOUND, fmt::format("no source '{}' in the pipeline", id));
   }
@@ -81,24 +100,24 @@ Status Task::replace_with_injector(std::string_view id) {
 }
 
 void Task::replace_sinks_with_discard() {
-  for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+  for (size_t i = 0; i < spec_->nodes.size(); ++i) {
     if (nodes_[i].role == SL_ROLE_SINK) nodes_[i].vt = discard_sink_type();
   }
 }
 
 Result<size_t> Task::attach_capture(std::string_view id) {
   // A node's main output, "ID.dead_letter", or "ID.NAME": side output NAME of node ID.
-  auto index = spec_.index_of(id);
+  auto index = spec_->index_of(id);
   bool dead_letters = false;
   std::optional<uint32_t> side;
   if (!index) {
     const size_t dot = id.rfind('.');
     const auto base =
-        dot == std::string_view::npos ? std::nullopt : spec_.index_of(id.substr(0, dot));
+        dot == std::string_view::npos ? std::nullopt : spec_->index_of(id.substr(0, dot));
     if (!base) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
     dead_letters =
         dead_letter_producer(id).has_value() && nodes_[*base].on_error == ErrorPolicy::dead_letter;
-    if (!dead_letters) side = spec_.nodes[*base].info->side_output(id.substr(dot + 1));
+    if (!dead_letters) side = spec_->nodes[*base].info->side_output(id.substr(dot + 1));
     if (!dead_letters && !side) {
       return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
     }
@@ -111,14 +130,16 @@ Result<size_t> Task::attach_capture(std::string_view id) {
   }
   size_t capture = nodes_.size();
   NodeRuntime& c = nodes_.emplace_back();
-  c.ctx = {this, capture};
+  *c.ctx = {this, capture};
+  c.key = index_of_key_.size();
+  index_of_key_.push_back(capture);
   c.id = fmt::format("capture:{}", id);
   c.type = "capture";
   c.role = SL_ROLE_SINK;
   c.vt = capture_sink_type();
   c.input_count = 1;
   c.input_full.assign(1, false);
-  c.input_ids.push_back({spec_.nodes[*index].id.data(), spec_.nodes[*index].id.size()});
+  c.input_ids.push_back({spec_->nodes[*index].id.data(), spec_->nodes[*index].id.size()});
   NodeRuntime& producer = nodes_[*index];
   (side           ? producer.side_consumers.at(*side)
    : dead_letters ? producer.dead_letter_consumers
@@ -143,20 +164,25 @@ void Task::fail(size_t node, const char* what, sl_status status) {
   io_.stop();
 }
 
+sl_node_init Task::node_init(NodeRuntime& n, const GraphSpec& spec) const {
+  sl_node_init init{};
+  init.struct_size = sizeof init;
+  init.host = host_api_table();
+  init.ctx = n.ctx.get();
+  init.config = n.config.raw();
+  init.input_count = n.input_count;
+  init.task_index = options_.task_index;
+  init.task_count = options_.task_count;
+  init.pipeline = {spec.name.data(), spec.name.size()};
+  init.checkpointing = spec.checkpoint.enabled ? 1 : 0;
+  init.input_ids = n.input_ids.empty() ? nullptr : n.input_ids.data();
+  return init;
+}
+
 Status Task::create() {
   for (size_t i : order_) {
     NodeRuntime& n = nodes_[i];
-    sl_node_init init{};
-    init.struct_size = sizeof init;
-    init.host = host_api_table();
-    init.ctx = &n.ctx;
-    init.config = n.config.raw();
-    init.input_count = n.input_count;
-    init.task_index = options_.task_index;
-    init.task_count = options_.task_count;
-    init.pipeline = {spec_.name.data(), spec_.name.size()};
-    init.checkpointing = spec_.checkpoint.enabled ? 1 : 0;
-    init.input_ids = n.input_ids.empty() ? nullptr : n.input_ids.data();
+    const sl_node_init init = node_init(n, *spec_);
     void* self = nullptr;
     if (invoke(i, "create", [&] { return n.vt->create(&init, &self); }) != SL_OK) {
       return *failure_;
@@ -171,7 +197,8 @@ Status Task::start() {
   for (size_t i : order_) {
     NodeRuntime& n = nodes_[i];
     if (!n.vt->start) continue;
-    if (invoke(i, "start", [&] { return n.vt->start(n.self, &n.ctx); }) != SL_OK) return *failure_;
+    if (invoke(i, "start", [&] { return n.vt->start(n.self, n.ctx.get()); }) != SL_OK)
+      return *failure_;
   }
   started_ = true;
   return Status::ok();
@@ -210,7 +237,7 @@ sl_status Task::deliver_to(const Consumer& c, const sl_message* messages, const 
     const sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
     status = dst.on_error == ErrorPolicy::fail
                  ? invoke(c.node, "process",
-                          [&] { return dst.vt->process(dst.self, &dst.ctx, c.input, &batch); })
+                          [&] { return dst.vt->process(dst.self, dst.ctx.get(), c.input, &batch); })
                  : deliver_with_policy(c, batch);
   }
   if (timed) {
@@ -226,8 +253,8 @@ sl_status Task::deliver_with_policy(const Consumer& to, const sl_batch& batch) {
   for (size_t i = 0; i < batch.count; ++i) {
     sl_batch one{sizeof(sl_batch), sizeof(sl_message), &batch.messages[i], 1};
     dst.error.clear();
-    sl_status status =
-        call_guarded(to.node, [&] { return dst.vt->process(dst.self, &dst.ctx, to.input, &one); });
+    sl_status status = call_guarded(
+        to.node, [&] { return dst.vt->process(dst.self, dst.ctx.get(), to.input, &one); });
     if (status == SL_OK) continue;
     // A failure downstream of this node was already reported (and failed the
     // task): it is not this node's message to skip.
@@ -302,13 +329,14 @@ sl_status Task::emit_values(size_t from, const sl_value* values, size_t count) {
 
 sl_status Task::timer_start(size_t node, uint64_t timer_id, int64_t delay_ns) {
   if (nodes_[node].ended) return SL_FAILED_PRECONDITION;
-  timers_.arm(node, timer_id, options_.clock->monotonic_ns() + std::max<int64_t>(delay_ns, 0));
+  timers_.arm(nodes_[node].key, timer_id,
+              options_.clock->monotonic_ns() + std::max<int64_t>(delay_ns, 0));
   rearm_wakeup();
   return SL_OK;
 }
 
 void Task::timer_cancel(size_t node, uint64_t timer_id) {
-  timers_.cancel(node, timer_id);
+  timers_.cancel(nodes_[node].key, timer_id);
   rearm_wakeup();
 }
 
@@ -328,28 +356,31 @@ struct PostedArg {
 };
 }  // namespace
 
-sl_status Task::post(size_t node, sl_task_fn fn, void* arg, sl_release_fn release) {
+sl_status Task::post(sl_context* ctx, sl_task_fn fn, void* arg, sl_release_fn release) {
   if (!accepting_posts_) return SL_CANCELLED;
   // Shared, not unique: held callbacks are std::functions, which must be copyable.
   auto owned = std::make_shared<PostedArg>(arg, release);
-  boost::asio::post(io_, [this, node, fn, owned] {
-    if (failure_) return;
-    if (epoch_ && nodes_[node].role != SL_ROLE_SINK) {
+  // The node's index is read when the handler runs, on the task thread: a live reload may
+  // have moved the node meanwhile (or retired it: then the post is dropped, arg released).
+  boost::asio::post(io_, [this, ctx, fn, owned] {
+    if (failure_ || ctx->node == k_retired) return;
+    if (epoch_ && nodes_[ctx->node].role != SL_ROLE_SINK) {
       // A posted callback may emit (core_ops' buffer drains from one): held, as timers are.
-      epoch_->held_callbacks.emplace_back([this, node, fn, owned] {
-        if (!failure_) fn(&nodes_[node].ctx, owned->arg);
+      epoch_->held_callbacks.emplace_back([this, ctx, fn, owned] {
+        if (!failure_ && ctx->node != k_retired) fn(ctx, owned->arg);
       });
       return;
     }
-    fn(&nodes_[node].ctx, owned->arg);
+    fn(ctx, owned->arg);
   });
   return SL_OK;
 }
 
-void Task::wake(size_t node) {
+void Task::wake(sl_context* ctx) {
   if (!accepting_posts_) return;
-  boost::asio::post(io_, [this, node] {
-    NodeRuntime& n = nodes_[node];
+  boost::asio::post(io_, [this, ctx] {
+    if (ctx->node == k_retired) return;
+    NodeRuntime& n = nodes_[ctx->node];
     if (!n.ended && n.source_state == SL_SOURCE_IDLE && !n.injected)
       n.source_state = SL_SOURCE_MORE;
     schedule_poll();
@@ -419,19 +450,19 @@ const std::vector<std::vector<size_t>>& Task::input_only_sources(size_t node) {
   if (n.input_only_sources) return *n.input_only_sources;
   // Sources upstream of each input, by walking the spec's edges backwards.
   std::vector<std::vector<size_t>> upstream(n.input_count);
-  if (node < spec_.nodes.size()) {
+  if (node < spec_->nodes.size()) {
     for (uint32_t k = 0; k < n.input_count; ++k) {
-      std::vector<bool> seen(spec_.nodes.size(), false);
+      std::vector<bool> seen(spec_->nodes.size(), false);
       std::vector<size_t> stack;
-      if (auto p = spec_.producer_of(spec_.nodes[node].inputs[k])) stack.push_back(*p);
+      if (auto p = spec_->producer_of(spec_->nodes[node].inputs[k])) stack.push_back(*p);
       while (!stack.empty()) {
         size_t i = stack.back();
         stack.pop_back();
         if (seen[i]) continue;
         seen[i] = true;
-        if (spec_.nodes[i].role == SL_ROLE_SOURCE) upstream[k].push_back(i);
-        for (const InputRef& ref : spec_.nodes[i].inputs) {
-          if (auto p = spec_.producer_of(ref)) stack.push_back(*p);
+        if (spec_->nodes[i].role == SL_ROLE_SOURCE) upstream[k].push_back(i);
+        for (const InputRef& ref : spec_->nodes[i].inputs) {
+          if (auto p = spec_->producer_of(ref)) stack.push_back(*p);
         }
       }
     }
@@ -471,8 +502,8 @@ void Task::poll_round() {
     NodeRuntime& n = nodes_[i];
     if (!pollable(n)) continue;
     int32_t state = SL_SOURCE_MORE;
-    sl_status status =
-        invoke(i, "poll", [&] { return n.vt->poll(n.self, &n.ctx, options_.batch_size, &state); });
+    sl_status status = invoke(
+        i, "poll", [&] { return n.vt->poll(n.self, n.ctx.get(), options_.batch_size, &state); });
     if (failure_) return;
     if (status == SL_CANCELLED) state = SL_SOURCE_DONE;
     n.source_state = state;
@@ -497,12 +528,12 @@ void Task::end_node(size_t index) {
   // A source ends (exhausted, or the task drains): it may still emit what it holds
   // (sluice.h: finish). Operators and sinks get finish from their last input's end below.
   if (n.role == SL_ROLE_SOURCE && n.created && n.vt->finish &&
-      invoke(index, "finish", [&] { return n.vt->finish(n.self, &n.ctx); }) != SL_OK) {
+      invoke(index, "finish", [&] { return n.vt->finish(n.self, n.ctx.get()); }) != SL_OK) {
     return;
   }
   n.ended = true;
-  timers_.cancel_node(index);
-  io_watches_.cancel_node(index);
+  timers_.cancel_node(n.key);
+  io_watches_.cancel_node(n.key);
   // Every output ends with the node: its readers, its dead-letter readers, its side outputs'.
   // Its output watermark becomes SL_WATERMARK_END (docs/EVENT_TIME.md, "End of input"): nothing
   // more comes, so each reader's windows close before its on_input_end and finish.
@@ -517,13 +548,14 @@ void Task::end_node(size_t index) {
       if (raise_input_watermark(c, SL_WATERMARK_END) != SL_OK) return;
       ++dst.inputs_ended;
       if (dst.vt->on_input_end && invoke(c.node, "on_input_end", [&] {
-                                    return dst.vt->on_input_end(dst.self, &dst.ctx, c.input);
+                                    return dst.vt->on_input_end(dst.self, dst.ctx.get(), c.input);
                                   }) != SL_OK) {
         return;
       }
       if (dst.inputs_ended == dst.input_count) {
-        if (dst.vt->finish &&
-            invoke(c.node, "finish", [&] { return dst.vt->finish(dst.self, &dst.ctx); }) != SL_OK) {
+        if (dst.vt->finish && invoke(c.node, "finish", [&] {
+                                return dst.vt->finish(dst.self, dst.ctx.get());
+                              }) != SL_OK) {
           return;
         }
         end_node(c.node);
@@ -539,7 +571,7 @@ Result<Task::NodeStates> Task::snapshot_states() {
     NodeRuntime& n = nodes_[i];
     if (!n.created || !(n.vt->flags & SL_NODE_STATEFUL) || !n.vt->snapshot) continue;
     sl_value out = sl_null();
-    if (invoke(i, "snapshot", [&] { return n.vt->snapshot(n.self, &n.ctx, &out); }) != SL_OK) {
+    if (invoke(i, "snapshot", [&] { return n.vt->snapshot(n.self, n.ctx.get(), &out); }) != SL_OK) {
       return *failure_;
     }
     states.emplace_back(n.id, Value::adopt(out));
@@ -549,7 +581,7 @@ Result<Task::NodeStates> Task::snapshot_states() {
 
 Status Task::restore_states(const NodeStates& states) {
   for (const auto& [id, state] : states) {
-    auto index = spec_.index_of(id);
+    auto index = spec_->index_of(id);
     if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' to restore", id));
     NodeRuntime& n = nodes_[*index];
     if (!n.vt->restore) {
@@ -558,7 +590,8 @@ Status Task::restore_states(const NodeStates& states) {
     }
     // Not captured as a structured binding: clang before 16 cannot (the fuzz build's).
     const sl_value raw = state.raw();
-    if (invoke(*index, "restore", [&] { return n.vt->restore(n.self, &n.ctx, raw); }) != SL_OK) {
+    if (invoke(*index, "restore", [&] { return n.vt->restore(n.self, n.ctx.get(), raw); }) !=
+        SL_OK) {
       return *failure_;
     }
   }
@@ -582,16 +615,18 @@ void Task::fire_due_timers(int64_t now) {
   while (!failure_) {
     auto due = timers_.pop_due(now);
     if (!due) break;
-    NodeRuntime& n = nodes_[due->node];
+    const size_t node = index_of_key_[due->node];
+    if (node == k_retired) continue;
+    NodeRuntime& n = nodes_[node];
     if (n.ended) continue;
     if (epoch_ && n.role != SL_ROLE_SINK) {
       // A checkpoint is preparing: nothing may reach the sinks until the
       // snapshot (task_epoch.cc re-arms these afterwards).
-      epoch_->held_timers.emplace_back(due->node, due->timer_id);
+      epoch_->held_timers.emplace_back(n.key, due->timer_id);
       continue;
     }
     if (n.vt->on_timer) {
-      invoke(due->node, "on_timer", [&] { return n.vt->on_timer(n.self, &n.ctx, due->timer_id); });
+      invoke(node, "on_timer", [&] { return n.vt->on_timer(n.self, n.ctx.get(), due->timer_id); });
       if (failure_ || n.ended) continue;
     }
     // sluice.h (SL_SOURCE_IDLE): an idle source is polled again after wake() or when one
@@ -654,8 +689,8 @@ void Task::set_source_paused(size_t node, bool paused) {
 std::string_view Task::node_in_callback() const {
   const uint32_t node = in_callback_.load(std::memory_order_relaxed);
   // Ids live in the spec (capture nodes past it have none worth naming).
-  if (node == 0 || node > spec_.nodes.size()) return {};
-  return spec_.nodes[node - 1].id;
+  if (node == 0 || node > spec_->nodes.size()) return {};
+  return spec_->nodes[node - 1].id;
 }
 
 bool Task::post_host(std::function<void()> fn) {
@@ -674,7 +709,7 @@ void Task::abort_nodes() {
 void Task::stop_node(NodeRuntime& n) {
   if (!n.created || n.ended || !n.vt->stop) return;
   try {
-    n.vt->stop(n.self, &n.ctx);
+    n.vt->stop(n.self, n.ctx.get());
   } catch (...) {
     spdlog::error("node '{}' ({}): stop let an exception escape", n.id, n.type);
   }
@@ -684,7 +719,7 @@ void Task::stop_node(NodeRuntime& n) {
 
 Status Task::inject(std::string_view source_id, const Value& value,
                     std::optional<int64_t> timestamp_ns, uint64_t key_group) {
-  auto index = spec_.index_of(source_id);
+  auto index = spec_->index_of(source_id);
   if (!index || !nodes_[*index].injected) {
     return Status(SL_NOT_FOUND, fmt::format("'{}' is not an injected source", source_id));
   }
@@ -752,22 +787,26 @@ sl_status Task::io_watch(size_t node, int fd, uint32_t events, uint64_t watch_id
     n.error = "io_watch: the node type has no on_io callback";
     return SL_FAILED_PRECONDITION;
   }
-  return io_watches_.watch(node, fd, events, watch_id, &n.error);
+  return io_watches_.watch(n.key, fd, events, watch_id, &n.error);
 }
 
-void Task::io_unwatch(size_t node, uint64_t watch_id) { io_watches_.unwatch(node, watch_id); }
+void Task::io_unwatch(size_t node, uint64_t watch_id) {
+  io_watches_.unwatch(nodes_[node].key, watch_id);
+}
 
-void Task::on_io_ready(size_t node, uint64_t watch_id, uint32_t ready) {
+void Task::on_io_ready(size_t key, uint64_t watch_id, uint32_t ready) {
+  const size_t node = index_of_key_[key];
+  if (node == k_retired) return;
   NodeRuntime& n = nodes_[node];
   if (failure_ || n.ended) return;
   if (epoch_ && n.role != SL_ROLE_SINK) {
     // A network source emits from on_io: held until the snapshot, as timers are. The
     // watch is one-shot, so it stays disarmed meanwhile (no busy loop on a ready fd).
     epoch_->held_callbacks.emplace_back(
-        [this, node, watch_id, ready] { on_io_ready(node, watch_id, ready); });
+        [this, key, watch_id, ready] { on_io_ready(key, watch_id, ready); });
     return;
   }
-  invoke(node, "on_io", [&] { return n.vt->on_io(n.self, &n.ctx, watch_id, ready); });
+  invoke(node, "on_io", [&] { return n.vt->on_io(n.self, n.ctx.get(), watch_id, ready); });
   if (failure_ || n.ended) return;
   // As after a timer: an idle source is polled again after its on_io.
   if (n.role == SL_ROLE_SOURCE && n.source_state == SL_SOURCE_IDLE && !n.injected) {

@@ -122,7 +122,12 @@ struct NodeCounters {
 };
 
 struct NodeRuntime {
-  sl_context ctx{};
+  // On the heap: plugins keep the pointer, and a live reload (Task::commit_reconfigure) moves
+  // the node to another index; ctx->node follows it.
+  std::unique_ptr<sl_context> ctx = std::make_unique<sl_context>();
+  // The node's identity for its timers and io watches, which outlives a live reload's move
+  // to another index (Task::index_of_key_ maps it to the index).
+  size_t key = 0;
   std::string id;
   std::string type;
   int32_t role = 0;
@@ -265,6 +270,24 @@ class Task final : public EpochParticipant {
   [[nodiscard]] const std::optional<Status>& failure() const { return failure_; }
   [[nodiscard]] const std::vector<NodeRuntime>& nodes() const { return nodes_; }
 
+  // -- live reload (executor/task_reconfigure.cc), task thread ------------------------
+  // The graph `next` replaces the running one without a drain: for each node of `next`,
+  // `kept_from` names the running node whose instance it keeps (same id, type, config and
+  // inputs: pipeline/live_reload.hpp), or nullopt for a new instance.
+  // prepare creates the new instances, not wired: the running graph goes on, and a failure
+  // (returned, naming the node; the task does not fail) destroys what it created and leaves
+  // everything as it was. Refused while a checkpoint epoch runs, while draining, after a
+  // failure, or once a node has ended.
+  // commit then finishes the nodes that are not kept, in topological order and through the
+  // old wiring (what they still hold reaches their readers), destroys them, rewires the
+  // task for `next` and starts the new instances. A failure there fails the task.
+  // abort (instead of commit) destroys what prepare created.
+  // `next` must outlive the task, and so must the spec it replaces (its kept nodes were
+  // created from it and may hold its strings).
+  Status prepare_reconfigure(const GraphSpec& next, std::vector<std::optional<size_t>> kept_from);
+  Status commit_reconfigure();
+  void abort_reconfigure();
+
   // -- the host API's view (task thread) ------------------------------------
   sl_status emit(size_t node, const sl_message* messages, size_t count);
   sl_status emit_values(size_t node, const sl_value* values, size_t count);
@@ -277,8 +300,8 @@ class Task final : public EpochParticipant {
   void timer_cancel(size_t node, uint64_t timer_id);
   // Thread-safe. With `release`, the post owns `arg` once accepted: release(arg) runs
   // exactly once, after fn or instead of it (sl_host_api.post_owned).
-  sl_status post(size_t node, sl_task_fn fn, void* arg, sl_release_fn release);
-  void wake(size_t node);  // thread-safe
+  sl_status post(sl_context* ctx, sl_task_fn fn, void* arg, sl_release_fn release);
+  void wake(sl_context* ctx);  // thread-safe
   void set_backpressure(size_t node, bool full);
   void set_input_backpressure(size_t node, uint32_t input, bool full);
   // io_watch / io_unwatch (executor/io_watches.hpp); on_io runs through invoke().
@@ -333,15 +356,39 @@ class Task final : public EpochParticipant {
   // sl_node_type.stop of a created node that has not ended (void: an escaped exception is
   // logged).
   void stop_node(NodeRuntime& n);
-  void on_io_ready(size_t node, uint64_t watch_id, uint32_t ready);
+  void on_io_ready(size_t key, uint64_t watch_id, uint32_t ready);
+  // A node's runtime for node `index` of `spec` (not created, not wired); and the consumer
+  // lists, sources and watermark wiring of the whole table, from spec_.
+  void init_runtime(NodeRuntime& rt, const GraphSpec& spec, size_t index);
+  // What create() hands node `n` of `spec`.
+  [[nodiscard]] sl_node_init node_init(NodeRuntime& n, const GraphSpec& spec) const;
+  void wire();
+  // Live reload: a node whose instance is gone (its context stays valid: plugin threads
+  // and queued posts may still hold it; ctx->node is k_retired).
+  void retire_context(NodeRuntime& n);
 
   // Declared first, destroyed last: the nodes' destroy callbacks, and the release callbacks
   // of values they made, are plugin code, which this keeps loaded.
   std::shared_ptr<const PluginRegistry> registry_;
-  const GraphSpec& spec_;
+  // The plugins of the graphs a live reload replaced: nodes it kept run their code.
+  std::vector<std::shared_ptr<const PluginRegistry>> earlier_registries_;
+  const GraphSpec* spec_;  // replaced by a live reload
   TaskOptions options_;
   std::vector<NodeRuntime> nodes_;  // spec nodes in spec order, then capture nodes
-  std::vector<size_t> order_;       // creation / finish order (topological)
+  // ctx->node of a retired node, and index_of_key_ of its key.
+  static constexpr size_t k_retired = static_cast<size_t>(-1);
+  std::vector<size_t> index_of_key_;  // NodeRuntime::key -> index in nodes_, or k_retired
+  std::vector<std::unique_ptr<sl_context>> retired_contexts_;
+  // Between prepare_reconfigure and commit/abort: the new instances sit at the end of
+  // nodes_, from first_fresh on (fresh_at: their index, by node of next).
+  struct Reconfigure {
+    const GraphSpec* next = nullptr;
+    std::vector<std::optional<size_t>> kept_from;
+    std::vector<size_t> fresh_at;
+    size_t first_fresh = 0;
+  };
+  std::optional<Reconfigure> reconfigure_;
+  std::vector<size_t> order_;  // creation / finish order (topological)
   std::vector<size_t> sources_;
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
@@ -373,7 +420,7 @@ class Task final : public EpochParticipant {
     bool in_prepare_loop = false;  // answers inside prepare do not snapshot yet
     size_t waiting = 0;            // sinks that have not answered
     std::vector<bool> asked;       // by node: prepare called, answer pending
-    std::vector<std::pair<size_t, uint64_t>> held_timers;  // (node, timer id)
+    std::vector<std::pair<size_t, uint64_t>> held_timers;  // (node key, timer id)
     // on_io and posted callbacks of non-sink nodes, in arrival order, run after the epoch.
     std::vector<std::function<void()>> held_callbacks;
     EpochDone done;

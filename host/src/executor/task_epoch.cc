@@ -42,8 +42,8 @@ void Task::begin_checkpoint(uint64_t epoch, bool final, EpochDone done) {
     for (size_t i : sinks) {
       NodeRuntime& n = nodes_[i];
       n.error.clear();
-      sl_status st =
-          call_plugin(n.error, [&] { return n.vt->checkpoint_prepare(n.self, &n.ctx, epoch); });
+      sl_status st = call_plugin(
+          n.error, [&] { return n.vt->checkpoint_prepare(n.self, n.ctx.get(), epoch); });
       if (st != SL_OK && epoch_ && epoch_->asked[i]) {
         fail(i, "checkpoint_prepare", st);
         return;
@@ -93,7 +93,7 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
         auto* fn = stored ? n.vt->checkpoint_commit : n.vt->checkpoint_abort;
         if (!fn) continue;
         n.error.clear();
-        sl_status st = call_plugin(n.error, [&] { return fn(n.self, &n.ctx, epoch); });
+        sl_status st = call_plugin(n.error, [&] { return fn(n.self, n.ctx.get(), epoch); });
         if (st != SL_OK) {
           fail(i, stored ? "checkpoint_commit" : "checkpoint_abort", st);
           return false;
@@ -130,7 +130,7 @@ void Task::end_checkpoint(uint64_t epoch, bool stored, std::function<void()> don
     }
     for (auto& callback : held_callbacks) callback();
     const int64_t now = options_.clock->monotonic_ns();
-    for (const auto& [node, timer_id] : held) timers_.arm(node, timer_id, now);
+    for (const auto& [key, timer_id] : held) timers_.arm(key, timer_id, now);
     if (!held.empty()) fire_due_timers(now);
     rearm_wakeup();
     if (at_end) end_held_input(epoch, stored);
@@ -173,7 +173,7 @@ void Task::stop_after_final_checkpoint() {
   for (size_t i : order_) {
     stop_node(nodes_[i]);
     nodes_[i].ended = true;
-    timers_.cancel_node(i);
+    timers_.cancel_node(nodes_[i].key);
   }
   spdlog::info("task {}: stopped after the final checkpoint", options_.task_index);
   on_state_change();
@@ -181,15 +181,16 @@ void Task::stop_after_final_checkpoint() {
 
 Result<bool> Task::recover_checkpoint(uint64_t epoch, const NodeStates& states) {
   for (const auto& [id, state] : states) {
-    auto index = spec_.index_of(id);
+    auto index = spec_->index_of(id);
     if (!index) continue;
     NodeRuntime& n = nodes_[*index];
     if (!n.created || !n.vt->checkpoint_recover) continue;
     int32_t committed = 1;
     n.error.clear();
     const sl_value raw = state.raw();  // a structured binding: clang 14 cannot capture it
-    sl_status st = call_plugin(
-        n.error, [&] { return n.vt->checkpoint_recover(n.self, &n.ctx, epoch, raw, &committed); });
+    sl_status st = call_plugin(n.error, [&] {
+      return n.vt->checkpoint_recover(n.self, n.ctx.get(), epoch, raw, &committed);
+    });
     if (st != SL_OK) {
       fail(*index, "checkpoint_recover", st);
       return *failure_;

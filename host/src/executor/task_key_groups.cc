@@ -20,7 +20,7 @@ const std::vector<size_t>& Task::keyed_reach(size_t source) {
   // The keyed nodes among those the source feeds (itself included). Task node indices are
   // the spec's (capture nodes come after them and keep no state).
   std::vector<size_t> keyed;
-  for (size_t i : downstream_of(spec_, source)) {
+  for (size_t i : downstream_of(*spec_, source)) {
     const NodeRuntime& n = nodes_[i];
     if (n.created && (n.vt->flags & SL_NODE_KEYED_STATE) != 0 && n.vt->restore_group != nullptr &&
         n.vt->drop_group != nullptr) {
@@ -34,12 +34,12 @@ sl_status Task::call_restore_group(size_t node, uint32_t group, const Value* sta
   NodeRuntime& n = nodes_[node];
   const sl_value raw = state ? state->raw() : sl_null();
   return invoke(node, "restore_group",
-                [&] { return n.vt->restore_group(n.self, &n.ctx, group, raw); });
+                [&] { return n.vt->restore_group(n.self, n.ctx.get(), group, raw); });
 }
 
 sl_status Task::call_drop_group(size_t node, uint32_t group) {
   NodeRuntime& n = nodes_[node];
-  return invoke(node, "drop_group", [&] { return n.vt->drop_group(n.self, &n.ctx, group); });
+  return invoke(node, "drop_group", [&] { return n.vt->drop_group(n.self, n.ctx.get(), group); });
 }
 
 sl_status Task::key_groups_assigned(size_t source, std::span<const uint32_t> groups) {

@@ -14,13 +14,16 @@ namespace sluice::host {
 void Task::wire_watermarks() {
   // Topological order: a node's producers are settled before it.
   for (size_t i : order_) {
-    const NodeSpec& spec = spec_.nodes[i];
+    const NodeSpec& spec = spec_->nodes[i];
     NodeRuntime& n = nodes_[i];
-    n.input_watermarks.assign(spec.inputs.size(), SL_NO_WATERMARK);
+    // A node a live reload kept keeps its inputs' watermarks (its inputs did not change).
+    if (n.input_watermarks.size() != spec.inputs.size()) {
+      n.input_watermarks.assign(spec.inputs.size(), SL_NO_WATERMARK);
+    }
     n.input_carries.assign(spec.inputs.size(), false);
     for (size_t k = 0; k < spec.inputs.size(); ++k) {
       const InputRef& ref = spec.inputs[k];
-      auto from = spec_.producer_of(ref);
+      auto from = spec_->producer_of(ref);
       n.input_carries[k] = from && ref.port == OutputPort::main && nodes_[*from].output_carries;
     }
     n.any_input_carries =
@@ -62,7 +65,7 @@ sl_status Task::raise_input_watermark(const Consumer& c, int64_t watermark_ns) {
   if (dst.role == SL_ROLE_SINK) dst.counters->watermark_ns.store(w, std::memory_order_relaxed);
   if (dst.vt->on_watermark) {
     return invoke(c.node, "on_watermark",
-                  [&] { return dst.vt->on_watermark(dst.self, &dst.ctx, w); });
+                  [&] { return dst.vt->on_watermark(dst.self, dst.ctx.get(), w); });
   }
   if (dst.role == SL_ROLE_SINK) return SL_OK;
   // The end of every input is forwarded when the node's own output ends (end_node), after
@@ -88,7 +91,7 @@ sl_status Task::emit_side(size_t from, uint32_t output, const sl_message* messag
     const uint64_t before = n.side_dropped;
     n.side_dropped += count;
     if (std::bit_width(before) != std::bit_width(n.side_dropped)) {
-      const std::string& name = spec_.nodes[from].info->side_outputs[output];
+      const std::string& name = spec_->nodes[from].info->side_outputs[output];
       spdlog::warn(
           "node '{}' ({}): {} message(s) on its output '{}.{}' dropped so far: no "
           "node reads it (add '{}.{}' to the inputs of a sink to keep them)",

@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <future>
+
 namespace sluice::host {
 
 PipelineRunner::PipelineRunner(const GraphSpec& spec, boost::asio::io_context& control,
                                const Clock& clock, RunnerHooks hooks)
-    : spec_(spec), control_(control), hooks_(std::move(hooks)) {
+    : spec_(&spec), control_(control), hooks_(std::move(hooks)) {
   const uint32_t count = spec.runtime.tasks;
   for (uint32_t i = 0; i < count; ++i) {
     tasks_.push_back(
@@ -127,9 +129,9 @@ std::string PipelineRunner::unresponsive_tasks() const {
 }
 
 Status PipelineRunner::set_source_paused(std::string_view id, bool paused) {
-  auto index = spec_.index_of(id);
+  auto index = spec_->index_of(id);
   if (!index) return Status(SL_NOT_FOUND, fmt::format("no node '{}' in the pipeline", id));
-  if (spec_.nodes[*index].role != SL_ROLE_SOURCE) {
+  if (spec_->nodes[*index].role != SL_ROLE_SOURCE) {
     return Status(SL_INVALID_ARGUMENT, fmt::format("node '{}' is not a source", id));
   }
   for (auto& t : tasks_) t->set_source_paused(*index, paused);
@@ -139,6 +141,54 @@ Status PipelineRunner::set_source_paused(std::string_view id, bool paused) {
     paused_.erase(it);
   }
   return Status::ok();
+}
+
+Status PipelineRunner::on_every_task(const std::function<Status(Task&)>& fn) {
+  std::vector<std::future<Status>> answers;
+  for (auto& task : tasks_) {
+    auto promise = std::make_shared<std::promise<Status>>();
+    answers.push_back(promise->get_future());
+    Task* t = task.get();
+    if (!t->post_host([t, &fn, promise] { promise->set_value(fn(*t)); })) {
+      promise->set_value(Status(SL_FAILED_PRECONDITION, "a task has finished"));
+    }
+  }
+  // Every answer is awaited, also after a failure: fn is borrowed by the posted handlers.
+  Status first = Status::ok();
+  for (auto& answer : answers) {
+    Status st = answer.get();
+    if (!st.is_ok() && first.is_ok()) first = std::move(st);
+  }
+  return first;
+}
+
+Status PipelineRunner::prepare_reconfigure(const GraphSpec& next,
+                                           const std::vector<std::optional<size_t>>& kept_from) {
+  if (!running() || stopping_) {
+    return Status(SL_FAILED_PRECONDITION, "the graph is not running");
+  }
+  Status st = on_every_task([&](Task& t) { return t.prepare_reconfigure(next, kept_from); });
+  kept_from_ = kept_from;
+  if (!st.is_ok()) {
+    // The tasks that prepared undo it; the one that failed already did.
+    (void)on_every_task([](Task& t) {
+      t.abort_reconfigure();
+      return Status::ok();
+    });
+  }
+  return st;
+}
+
+Status PipelineRunner::commit_reconfigure(const GraphSpec& next) {
+  Status st = on_every_task([](Task& t) { return t.commit_reconfigure(); });
+  spec_ = &next;
+  // Operator pauses go with the sources a reload kept; a new instance is not paused.
+  for (auto it = paused_.begin(); it != paused_.end();) {
+    auto index = next.index_of(*it);
+    it = index && kept_from_[*index] ? std::next(it) : paused_.erase(it);
+  }
+  kept_from_.clear();
+  return st;
 }
 
 void PipelineRunner::join() {

@@ -67,7 +67,7 @@ class PipelineRunner {
   [[nodiscard]] bool stopping() const { return stopping_; }
   [[nodiscard]] bool running() const { return running_ && !finished_; }
   [[nodiscard]] bool finished() const { return finished_; }
-  [[nodiscard]] const GraphSpec& spec() const { return spec_; }
+  [[nodiscard]] const GraphSpec& spec() const { return *spec_; }
   [[nodiscard]] const std::vector<std::unique_ptr<Task>>& tasks() const { return tasks_; }
   [[nodiscard]] const std::vector<Status>& results() const { return results_; }
 
@@ -85,6 +85,16 @@ class PipelineRunner {
     return paused_.find(std::string(id)) != paused_.end();
   }
 
+  // Live reload (Task::prepare_reconfigure): every task creates `next`'s new instances,
+  // then (commit) retires the nodes not kept and starts the new ones. Each blocks the
+  // control thread until every task answered, so that nothing reads the tasks' node tables
+  // while they change. A failed prepare has undone itself on every task; after a commit the
+  // runner runs `next`, which must outlive it, as must the spec it replaced. A failed
+  // commit fails its task, which ends the graph as any failure does.
+  Status prepare_reconfigure(const GraphSpec& next,
+                             const std::vector<std::optional<size_t>>& kept_from);
+  Status commit_reconfigure(const GraphSpec& next);
+
   // Joins the task threads (after on_finished).
   void join();
 
@@ -96,9 +106,11 @@ class PipelineRunner {
   };
 
   void on_task_started();
+  // Runs `fn` on every task's thread and waits for all (control thread): the first failure.
+  Status on_every_task(const std::function<Status(Task&)>& fn);
   void on_task_finished(uint32_t index, Status status);
 
-  const GraphSpec& spec_;
+  const GraphSpec* spec_;  // a live reload replaces it
   boost::asio::io_context& control_;
   RunnerHooks hooks_;
   std::vector<std::unique_ptr<Task>> tasks_;
@@ -108,6 +120,7 @@ class PipelineRunner {
   std::function<void()> on_running_;
   std::function<void(Status)> on_finished_;
   std::set<std::string, std::less<>> paused_;
+  std::vector<std::optional<size_t>> kept_from_;  // the prepared live reload's plan
   uint32_t started_count_ = 0;
   uint32_t finished_count_ = 0;
   bool stopping_ = false;

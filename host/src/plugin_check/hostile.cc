@@ -151,7 +151,7 @@ void check_hostile_arguments(std::shared_ptr<const PluginRegistry> registry, con
         }
         Task& t = session.task();
         const size_t node = *spec.value().index_of(k_node_id);
-        sl_context* ctx = &t.node(node).ctx;
+        sl_context* ctx = t.node(node).ctx.get();
         std::string& error = t.node(node).error;
         const sl_host_api* host = host_api_table();
         std::vector<std::pair<std::string, Value>> entries{{"name", Value::string(fn.name)}};

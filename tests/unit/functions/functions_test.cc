@@ -49,7 +49,7 @@ class FunctionsTest : public ::testing::Test {
     registry_.reset();
   }
 
-  static sl_context* ctx() { return &task_->node(0).ctx; }
+  static sl_context* ctx() { return task_->node(0).ctx.get(); }
   static std::string error_text(sl_status st) {
     return std::string("error ") + sl_status_name(st) + ": " + task_->node(0).error;
   }

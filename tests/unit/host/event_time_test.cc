@@ -181,11 +181,11 @@ class EventTimeTest : public ::testing::Test {
   // The node's keyed callbacks, as the host calls them when partitions move.
   sl_status restore_group(uint32_t group, const Value& state) const {
     const NodeRuntime& n = et();
-    return n.vt->restore_group(n.self, const_cast<sl_context*>(&n.ctx), group, state.raw());
+    return n.vt->restore_group(n.self, n.ctx.get(), group, state.raw());
   }
   sl_status drop_group(uint32_t group) const {
     const NodeRuntime& n = et();
-    return n.vt->drop_group(n.self, const_cast<sl_context*>(&n.ctx), group);
+    return n.vt->drop_group(n.self, n.ctx.get(), group);
   }
   // The log since the last call.
   std::vector<std::string> take() { return std::exchange(g_log, {}); }

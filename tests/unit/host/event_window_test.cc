@@ -137,7 +137,7 @@ class EventWindowTest : public ::testing::Test {
       ADD_FAILURE() << "no node " << id;
       return 0;
     }
-    sl_context* ctx(const std::string& id) { return &task->node(index(id)).ctx; }
+    sl_context* ctx(const std::string& id) { return task->node(index(id)).ctx.get(); }
     Status run(const Step& step) {
       if (step.watermark_ms) {
         const sl_status st = host()->emit_watermark(ctx(step.node), *step.watermark_ms * 1'000'000);
@@ -173,11 +173,11 @@ class EventWindowTest : public ::testing::Test {
     }
     sl_status restore_group(uint32_t group, const Value& state) {
       const NodeRuntime& n = task->node(index("w"));
-      return n.vt->restore_group(n.self, const_cast<sl_context*>(&n.ctx), group, state.raw());
+      return n.vt->restore_group(n.self, n.ctx.get(), group, state.raw());
     }
     sl_status drop_group(uint32_t group) {
       const NodeRuntime& n = task->node(index("w"));
-      return n.vt->drop_group(n.self, const_cast<sl_context*>(&n.ctx), group);
+      return n.vt->drop_group(n.self, n.ctx.get(), group);
     }
   };
 

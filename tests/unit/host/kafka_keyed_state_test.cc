@@ -81,11 +81,11 @@ class KafkaKeyedStateTest : public ::testing::Test {
   static sl_status restore_group(Task& t, uint32_t group, const std::string& json) {
     const NodeRuntime& n = source(t);
     const Value state = json.empty() ? Value() : parse(json);
-    return n.vt->restore_group(n.self, const_cast<sl_context*>(&n.ctx), group, state.raw());
+    return n.vt->restore_group(n.self, n.ctx.get(), group, state.raw());
   }
   static sl_status drop_group(Task& t, uint32_t group) {
     const NodeRuntime& n = source(t);
-    return n.vt->drop_group(n.self, const_cast<sl_context*>(&n.ctx), group);
+    return n.vt->drop_group(n.self, n.ctx.get(), group);
   }
   static Status restore(Task& t, const std::string& json) {
     return t.restore_states({{"src", parse(json)}});

@@ -257,12 +257,12 @@ struct KeyedCalls {
   sl_status restore_group(const std::string& id, uint32_t group, const Value& state) const {
     const NodeRuntime& n = node(id);
     EXPECT_NE(n.vt->restore_group, nullptr);
-    return n.vt->restore_group(n.self, const_cast<sl_context*>(&n.ctx), group, state.raw());
+    return n.vt->restore_group(n.self, n.ctx.get(), group, state.raw());
   }
   sl_status drop_group(const std::string& id, uint32_t group) const {
     const NodeRuntime& n = node(id);
     EXPECT_NE(n.vt->drop_group, nullptr);
-    return n.vt->drop_group(n.self, const_cast<sl_context*>(&n.ctx), group);
+    return n.vt->drop_group(n.self, n.ctx.get(), group);
   }
 };
 

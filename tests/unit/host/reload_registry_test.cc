@@ -94,7 +94,7 @@ TEST_F(ReloadRegistryTest, FunctionBindAfterARejectedReload) {
   std::promise<std::string> answer;
   ASSERT_TRUE(task.post_host([&] {
     const sl_host_api* api = host_api_table();
-    sl_context* ctx = &task.node(0).ctx;
+    sl_context* ctx = task.node(0).ctx.get();
     Value spec = Value::string("to_string");
     sl_bound_function* fn = nullptr;
     if (sl_status st = api->function_bind(ctx, spec.raw(), &fn); st != SL_OK) {
