@@ -72,24 +72,67 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/third_party_plugin/
         DESTINATION ${SLUICE_DOC_INSTALL_DIR}/examples COMPONENT sdk
         PATTERN "build" EXCLUDE)
 
+# --- Debian documentation: copyright, changelog, man pages ----------------------------
+# lintian wants /usr/share/doc/<package>/copyright (machine-readable), a
+# changelog.Debian.gz and a man page per program in /usr/bin, compressed with gzip -9n
+# (no name, no time stamp: the package is reproducible).
+set(SLUICE_PACKAGE_MAINTAINER "sluice maintainers <sluice@example.org>" CACHE STRING
+    "Maintainer of the .deb (Name <address>), also written in its changelog")
+set(SLUICE_DEB_RELEASE "1" CACHE STRING "Debian revision of the .deb (VERSION-RELEASE)")
+set(SLUICE_DEB_VERSION "${PROJECT_VERSION}-${SLUICE_DEB_RELEASE}")
+configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/changelog.in
+               ${PROJECT_BINARY_DIR}/packaging/changelog.Debian @ONLY)
+find_program(SLUICE_GZIP gzip REQUIRED)
+set(_sluice_gzipped)
+foreach(_src IN ITEMS ${PROJECT_BINARY_DIR}/packaging/changelog.Debian
+                      ${PROJECT_SOURCE_DIR}/packaging/sluiced.8
+                      ${PROJECT_SOURCE_DIR}/packaging/sluice-plugin-check.1)
+  get_filename_component(_name ${_src} NAME)
+  set(_out ${PROJECT_BINARY_DIR}/packaging/${_name}.gz)
+  add_custom_command(OUTPUT ${_out}
+                     COMMAND sh -c "\"$0\" -9nc \"$1\" > \"$2\"" ${SLUICE_GZIP} ${_src} ${_out}
+                     DEPENDS ${_src} VERBATIM)
+  list(APPEND _sluice_gzipped ${_out})
+endforeach()
+add_custom_target(sluice_package_docs ALL DEPENDS ${_sluice_gzipped})
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/copyright
+        ${PROJECT_BINARY_DIR}/packaging/changelog.Debian.gz
+        DESTINATION ${SLUICE_DOC_INSTALL_DIR} COMPONENT runtime)
+# lintian overrides, each with its reason in the file (scripts/package.sh fails on any
+# other warning).
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME sluice COMPONENT runtime)
+install(FILES ${PROJECT_BINARY_DIR}/packaging/sluiced.8.gz
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT runtime)
+install(FILES ${PROJECT_BINARY_DIR}/packaging/sluice-plugin-check.1.gz
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT sdk)
+
 # --- CPack: one .deb with the daemon, the in-tree plugins and the SDK ----------------
 set(CPACK_PACKAGE_NAME "sluice")
 set(CPACK_PACKAGE_VENDOR "sluice")
-set(CPACK_PACKAGE_CONTACT "sluice maintainers <sluice@localhost>")
+set(CPACK_PACKAGE_CONTACT "${SLUICE_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${SLUICE_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_RELEASE "${SLUICE_DEB_RELEASE}")
+# Binaries and plugins go in stripped (debug info would triple the package: lintian's
+# unstripped-binary-or-object); a RelWithDebInfo tree keeps its own unstripped copies.
+set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
 set(CPACK_GENERATOR "DEB")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "net")
+# Lines of at most 80 characters (lintian: extended-description-line-too-long).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "sluiced runs streaming dataflow graphs (sources, operators, sinks) described in TOML,\n\
-with plugins loaded through a stable C ABI. The package holds the daemon, its systemd\n\
-unit, the in-tree plugins and the plugin SDK (headers, CMake package, pkg-config file).")
+    "sluiced runs streaming dataflow graphs (sources, operators, sinks) described\n\
+in TOML, with plugins loaded through a stable C ABI. The package holds the\n\
+daemon, its systemd unit, the in-tree plugins and the plugin SDK (headers,\n\
+CMake package, pkg-config file).")
 # Shared-library dependencies are computed by dpkg-shlibdeps (libsystemd0, librdkafka1,
-# liblua5.4-0, libspdlog, ...); adduser is needed by postinst.
+# liblua5.4-0, libspdlog, ...); adduser and init-system-helpers (deb-systemd-helper,
+# deb-systemd-invoke) are needed by the maintainer scripts.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, init-system-helpers (>= 1.54~)")
 # The config is a conffile: an upgrade keeps the operator's edits.
 file(WRITE ${PROJECT_BINARY_DIR}/packaging/conffiles "${SLUICE_CONFIG_FILE}\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

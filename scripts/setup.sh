@@ -11,7 +11,7 @@ packages=(
   libsimdjson-dev
   kcat clang-format clang-tidy clang libclang-rt-14-dev
   python3-streamz valgrind
-  systemd dpkg-dev chromium chromium-driver
+  systemd dpkg-dev lintian chromium chromium-driver
 )
 
 # One dpkg-query for all of them; unknown packages are simply absent from its output.

@@ -9,8 +9,11 @@
 #include <fmt/format.h>
 #include <sluice/sluice.h>
 
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +34,16 @@ int main(int argc, char** argv) {
                                         std::to_string(SL_ABI_MINOR) + ")");
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand too
-  std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  std::string log_level = "info", log_format = "text";
+  auto* log_level_opt =
+      app.add_option("--log-level", log_level,
+                     "trace, debug, info, warn, error (default: $SLUICE_LOG, else info)")
+          ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  auto* log_format_opt =
+      app.add_option("--log-format", log_format,
+                     "text or json: one JSON object per line (default: $SLUICE_LOG_FORMAT, "
+                     "else text)")
+          ->check(CLI::IsMember({"text", "json"}));
   std::vector<std::filesystem::path> plugin_dirs;
   auto add_dirs = [&](CLI::App* sub) {
     sub->add_option("--plugin-dir", plugin_dirs, "Also load plugins from DIR (repeatable)");
@@ -144,7 +154,15 @@ int main(int argc, char** argv) {
   }
   // Logs go to stderr, or to journald under systemd (daemon/logging.hpp); stdout
   // belongs to the pipeline (the print sink) and to the tools' output.
-  host::setup_logging(log_level);
+  // A flag wins over its environment variable (SLUICE_LOG, SLUICE_LOG_FORMAT).
+  const auto log =
+      host::log_settings(log_level_opt->count() > 0 ? std::optional(log_level) : std::nullopt,
+                         log_format_opt->count() > 0 ? std::optional(log_format) : std::nullopt);
+  host::setup_logging(log.settings);
+  if (!log.error.empty()) {
+    spdlog::error("{}", log.error);
+    return host::k_exit_invalid;
+  }
 
   if (test->parsed() && !config.empty()) configs.insert(configs.begin(), config);
   if ((run->parsed() || validate->parsed() || graph->parsed() || test->parsed() ||

@@ -209,6 +209,62 @@ path = "out.jsonl"
         self.assertGreater(nodes["win"]["state_bytes"], 0)
         self.assertLessEqual(len(doc["epochs"]), 3)  # keep = 3 (the default)
 
+    def default_dir_config(self):
+        # No `dir`: the fs store's default, $STATE_DIRECTORY/svc under systemd.
+        return self.write("svc.toml", """
+name = "svc"
+[checkpoint]
+interval_ms = 3600000
+[sources.lines]
+type = "from_iterable"
+values = [1, 2, 3]
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["lines"]
+path = "out.jsonl"
+""")
+
+    def shell_env(self, state):
+        env = self.env(SLUICE_SERVICE_STATE_DIR=state)
+        env.pop("STATE_DIRECTORY", None)
+        return env
+
+    def test_checkpoints_from_a_shell_finds_the_service_state_directory(self):
+        cfg = self.default_dir_config()
+        state = self.mkdir("var-lib-sluice")
+        service_cwd = self.mkdir("service")  # the unit's WorkingDirectory
+        env = self.env(STATE_DIRECTORY=state)
+        r = self.sluiced("run", cfg, env=env, cwd=service_cwd)
+        self.assertExit(r, EXIT_OK)
+        self.assertTrue(os.path.isdir(os.path.join(state, "svc")), r.describe())
+        # From a shell elsewhere, without $STATE_DIRECTORY: the service's directory is found,
+        # named, and nothing is created where the shell is.
+        shell = self.mkdir("shell")
+        r = self.sluiced("checkpoints", cfg, env=self.shell_env(state), cwd=shell)
+        self.assertExit(r, EXIT_OK)
+        self.assertIn("newest usable, committed", r.stdout)
+        self.assertInStderr(f"checkpoint directory: {os.path.join(state, 'svc')}", r)
+        self.assertEqual(os.listdir(shell), [])
+        j = self.sluiced("checkpoints", cfg, "--json", env=self.shell_env(state), cwd=shell)
+        self.assertExit(j, EXIT_OK)
+        self.assertTrue(json.loads(j.stdout)["epochs"])
+        self.assertEqual(os.listdir(shell), [])
+
+    def test_checkpoints_says_where_it_looked_and_creates_nothing(self):
+        cfg = self.default_dir_config()
+        state = self.path("no-state-dir")
+        shell = self.mkdir("shell")
+        r = self.sluiced("checkpoints", cfg, env=self.shell_env(state), cwd=shell)
+        self.assertEqual(r.returncode, 1, r.describe())
+        self.assertInStderr("no checkpoint directory found for pipeline 'svc'; looked in:", r)
+        self.assertInStderr("svc.checkpoints (the default outside systemd, ./<name>.checkpoints): "
+                            "does not exist", r)
+        self.assertInStderr(f"{os.path.join(state, 'svc')} (the service's state directory): "
+                            "does not exist", r)
+        # Listing never creates a directory (it used to create an empty ./svc.checkpoints).
+        self.assertEqual(os.listdir(shell), [])
+        self.assertFalse(os.path.exists(state))
+
     def test_checkpoints_show_member_key_groups_and_claims(self):
         # Issue 13: a grouped source (it_counters' grouped_numbers: keyed, tells the host it
         # was assigned key group 1) -> key_by -> aggregate (keyed), member "m1". Each epoch

@@ -1,6 +1,7 @@
 """packaging/sluiced.service passes `systemd-analyze verify` and says what the issue asks:
-Type=notify, a watchdog, restart on failure, a dedicated user, a state directory and the
-hardening settings."""
+Type=notify, a watchdog, restart on failure but not on a config error (exit 2) and not
+forever (a start limit), an optional environment file, a dedicated user, a state directory
+and the hardening settings."""
 
 import os
 import re
@@ -37,10 +38,18 @@ class UnitFileTest(SluiceTestCase):
             "User": "sluice", "StateDirectory": "sluice", "NoNewPrivileges": "yes",
             "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
             "ExecReload": "/bin/kill -HUP $MAINPID", "WantedBy": "multi-user.target",
+            # A config error (exit 2) does not restart-loop; a failing daemon stops after
+            # 5 starts in 10 minutes; /etc/default/sluiced is optional.
+            "RestartPreventExitStatus": "2", "StartLimitIntervalSec": "10min",
+            "StartLimitBurst": "5", "EnvironmentFile": "-/etc/default/sluiced",
         }
         for key, value in expect.items():
             self.assertEqual(d.get(key), [value], key)
         self.assertIn("WatchdogSec", d)
+        # The start limit belongs to [Unit] (in [Service] systemd ignores it).
+        unit_section = self.unit_text().split("[Service]")[0]
+        for key in ("StartLimitIntervalSec", "StartLimitBurst"):
+            self.assertRegex(unit_section, rf"(?m)^{key}=", key)
         self.assertTrue(d["ExecStart"][0].startswith(BINDIR + "/sluiced run "), d["ExecStart"])
 
     @unittest.skipUnless(SYSTEMD_ANALYZE, "SKIPPED: systemd-analyze is not installed "

@@ -1,6 +1,7 @@
 // `sluiced checkpoints CONFIG [--json]`.
 #include "checkpoint/coordinator.hpp"
 #include "checkpoint/format.hpp"
+#include "checkpoint/fs_store.hpp"
 #include "checkpoint/key_group_index.hpp"
 #include "checkpoint/store.hpp"
 #include "cli/commands.hpp"
@@ -14,6 +15,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 namespace sluice::host::checkpoint {
 namespace {
@@ -289,11 +297,106 @@ int list_checkpoints(const GraphSpec& spec, bool json) {
 }  // namespace sluice::host::checkpoint
 
 namespace sluice::host {
+namespace {
+
+// The service's state directory: StateDirectory=sluice in packaging/sluiced.service.in,
+// which systemd always puts under /var/lib. SLUICE_SERVICE_STATE_DIR overrides it (a unit
+// edited to another StateDirectory=, and the tests).
+std::filesystem::path service_state_dir() {
+  const char* env = std::getenv("SLUICE_SERVICE_STATE_DIR");
+  return env != nullptr && *env != '\0' ? std::filesystem::path(env)
+                                        : std::filesystem::path("/var/lib/sluice");
+}
+
+bool is_installed_config(const std::filesystem::path& config) {
+  std::error_code ec;
+  return std::filesystem::equivalent(config, SLUICE_INSTALLED_CONFIG, ec);
+}
+
+struct FsDirSearch {
+  std::optional<std::filesystem::path> found;
+  std::vector<std::string> looked;  // "PATH (why it was a candidate): what was there"
+};
+
+// Where the "fs" store of `spec` keeps its files, seen from this shell. `run` under systemd
+// resolves the default ($STATE_DIRECTORY/NAME) and a relative `dir` (the unit's
+// WorkingDirectory) against /var/lib/sluice, while the same config read from a shell would
+// give ./NAME.checkpoints: so outside systemd both places are candidates, the service's
+// first when the config is the installed one. Only looks (stat): never creates anything.
+FsDirSearch find_fs_dir(const GraphSpec& spec, const std::filesystem::path& config) {
+  std::optional<std::filesystem::path> dir;
+  if (auto d = spec.checkpoint.options.get("dir"); d && d->is_string()) {
+    dir = std::filesystem::path(std::string(d->as_str()));
+  }
+  struct Candidate {
+    std::filesystem::path path;
+    std::string why;
+  };
+  std::vector<Candidate> candidates;
+  const bool systemd = std::getenv("STATE_DIRECTORY") != nullptr;
+  if (dir && dir->is_absolute()) {
+    candidates.push_back({*dir, "[checkpoint] dir"});
+  } else if (systemd) {
+    candidates.push_back({dir ? *dir : checkpoint::default_fs_dir(spec.name),
+                          dir ? "[checkpoint] dir" : "$STATE_DIRECTORY/<name>"});
+  } else {
+    Candidate here{dir ? *dir : checkpoint::default_fs_dir(spec.name),
+                   dir ? "[checkpoint] dir, from the current directory"
+                       : "the default outside systemd, ./<name>.checkpoints"};
+    Candidate service{service_state_dir() / (dir ? *dir : std::filesystem::path(spec.name)),
+                      "the service's state directory"};
+    if (is_installed_config(config)) {
+      candidates = {service, here};
+    } else {
+      candidates = {here, service};
+    }
+  }
+  FsDirSearch out;
+  for (const Candidate& c : candidates) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(c.path, ec);
+    std::string what;
+    if (ec == std::errc::permission_denied) {
+      what = "permission denied (run as root or as the service's user: sudo -u sluice ...)";
+    } else if (status.type() == std::filesystem::file_type::directory) {
+      out.found = std::filesystem::absolute(c.path, ec);
+      if (ec) out.found = c.path;
+      return out;
+    } else if (status.type() == std::filesystem::file_type::not_found) {
+      what = "does not exist";
+    } else {
+      what = ec ? ec.message() : "not a directory";
+    }
+    out.looked.push_back(fmt::format("{} ({}): {}", c.path.string(), c.why, what));
+  }
+  return out;
+}
+
+}  // namespace
 
 int checkpoints_command(const ConfigPaths& config, bool json, const PluginDirs& dirs) {
   auto pipeline = load_and_report(config, dirs);
   if (!pipeline) return k_exit_invalid;
-  return checkpoint::list_checkpoints(pipeline->spec, json);
+  GraphSpec& spec = pipeline->spec;
+  if (spec.checkpoint.enabled && spec.checkpoint.store == "fs") {
+    // Opening the fs store creates its directory (as `run` must): list only one that exists.
+    FsDirSearch where = find_fs_dir(spec, config);
+    if (!where.found) {
+      fmt::print(stderr, "error: no checkpoint directory found for pipeline '{}'; looked in:\n",
+                 spec.name);
+      for (const std::string& line : where.looked) fmt::print(stderr, "  {}\n", line);
+      return k_exit_runtime_error;
+    }
+    std::vector<std::pair<std::string, Value>> options;
+    const Value& old = spec.checkpoint.options;
+    for (size_t i = 0; old.is_object() && i < old.size(); ++i) {
+      if (old.key_at(i) != "dir") options.emplace_back(std::string(old.key_at(i)), old.at(i));
+    }
+    options.emplace_back("dir", Value::string(where.found->string()));
+    spec.checkpoint.options = Value::object(options);
+    if (!json) fmt::print(stderr, "checkpoint directory: {}\n", where.found->string());
+  }
+  return checkpoint::list_checkpoints(spec, json);
 }
 
 }  // namespace sluice::host

@@ -14,10 +14,21 @@ namespace sluice::host {
 // Prints each finding's one-line form to stderr.
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
 
-// load_pipeline, its findings printed; nullopt when any was an error. `config`: files and
+// Logs each finding's one-line form at level error or warn (with its node as a field,
+// common/log_fields.hpp): what the service does, so that journald gets the priority and
+// `--log-format json` a JSON line.
+void log_diagnostics(const std::vector<Diagnostic>& diagnostics);
+
+enum class ReportTo {
+  stderr_lines,  // the tools (validate, graph, ...): plain lines
+  log,           // the service (run): log records
+};
+
+// load_pipeline, its findings reported; nullopt when any was an error. `config`: files and
 // config directories, merged.
 std::optional<LoadedPipeline> load_and_report(const std::vector<std::filesystem::path>& config,
                                               const std::vector<std::filesystem::path>& dirs,
+                                              ReportTo to = ReportTo::stderr_lines,
                                               ValidateOptions options = {});
 
 // How the config is named in messages: its path, or the paths joined with ", ".

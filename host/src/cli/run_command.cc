@@ -5,6 +5,7 @@
 #include "cli/load_and_report.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/log_redaction.hpp"
+#include "daemon/logging.hpp"
 #include "pipeline/checkpoint_service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -22,9 +23,12 @@ int run_command(const ConfigPaths& config, const PluginDirs& dirs,
     }
   }
   // The machine is checked too (files to read, directories to write in): a problem is a
-  // config error with its file:line:col before anything starts.
-  auto pipeline = load_and_report(config, dirs, ValidateOptions{.environment = true});
+  // config error with its file:line:col before anything starts. As a service, config
+  // errors are log records (level error: a journald priority).
+  auto pipeline =
+      load_and_report(config, dirs, ReportTo::log, ValidateOptions{.environment = true});
   if (!pipeline) return k_exit_invalid;
+  set_log_pipeline(pipeline->spec.name);
   // From here on, no log line shows a secret of the config (a plugin's error quoting it).
   set_log_secrets(pipeline->spec.secrets);
   std::unique_ptr<CheckpointService> checkpoints;

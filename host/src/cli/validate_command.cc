@@ -15,7 +15,8 @@ namespace sluice::host {
 
 int validate_command(const ConfigPaths& config, const PluginDirs& dirs, bool create,
                      bool environment) {
-  auto pipeline = load_and_report(config, dirs, ValidateOptions{.environment = environment});
+  auto pipeline = load_and_report(config, dirs, ReportTo::stderr_lines,
+                                  ValidateOptions{.environment = environment});
   if (!pipeline) return k_exit_invalid;
   // Pipeline tests written in the file ([[tests]], docs/TESTING.md): `run` ignores them,
   // `validate` checks that `sluiced test` could run them.

@@ -42,7 +42,9 @@ std::string_view article(std::string_view noun) {
 const std::vector<std::string> k_top_level_keys{"name",      "plugin_dirs", "runtime",
                                                 "admin",     "checkpoint",  "sources",
                                                 "operators", "sinks",       "tests"};
-const std::vector<std::string> k_runtime_keys{"batch_size", "tasks", "shutdown_timeout_ms"};
+const std::vector<std::string> k_runtime_keys{"batch_size", "tasks", "shutdown_timeout_ms",
+                                              "on_error"};
+const std::vector<std::string> k_error_policies{"fail", "skip", "dead_letter"};
 const std::vector<std::string> k_admin_keys{"address", "port", "token"};
 
 bool valid_node_id(std::string_view id) {
@@ -220,6 +222,10 @@ void Validator::check_runtime(const toml::node& node) {
       if (auto v = runtime_int(*e.node, key, 0, std::numeric_limits<int64_t>::max())) {
         spec_.runtime.shutdown_timeout_ms = *v;
       }
+    } else if (key == "on_error") {
+      // The policy of every operator and sink without an `on_error` of its own.
+      default_on_error_ = error_policy(*e.node, "", "runtime.on_error");
+      default_on_error_pos_ = pos(e.node->source());
     } else {
       error(pos(e.key->source()), "", fmt::format("runtime.{}", key),
             unknown_name_message("key", key, k_runtime_keys, "[runtime] keys"));
@@ -498,27 +504,35 @@ void Validator::check_inputs_syntax(NodeSpec& node, const toml::table& table) {
   }
 }
 
-void Validator::check_error_policy(NodeSpec& node, const toml::table& table) {
-  const toml::node* value = table.get("on_error");
-  if (!value || node.role == SL_ROLE_SOURCE) return;
-  static const std::vector<std::string> policies{"fail", "skip", "dead_letter"};
-  const auto* text = value->as_string();
+std::optional<ErrorPolicy> Validator::error_policy(const toml::node& value,
+                                                   std::string_view node_id, std::string key) {
+  const auto* text = value.as_string();
   if (!text) {
-    error(pos(value->source()), node.id, "on_error",
-          fmt::format("expected a string, got {}; valid policies are: {}", toml_type_name(*value),
-                      join_names(policies)));
-    return;
+    error(pos(value.source()), node_id, std::move(key),
+          fmt::format("expected a string, got {}; valid policies are: {}", toml_type_name(value),
+                      join_names(k_error_policies)));
+    return std::nullopt;
   }
   const std::string& got = text->get();
-  if (got == "fail") {
-    node.on_error = ErrorPolicy::fail;
-  } else if (got == "skip") {
-    node.on_error = ErrorPolicy::skip;
-  } else if (got == "dead_letter") {
-    node.on_error = ErrorPolicy::dead_letter;
-  } else {
-    error(pos(value->source()), node.id, "on_error",
-          unknown_name_message("policy", got, policies, "policies"));
+  if (got == "fail") return ErrorPolicy::fail;
+  if (got == "skip") return ErrorPolicy::skip;
+  if (got == "dead_letter") return ErrorPolicy::dead_letter;
+  error(pos(value.source()), node_id, std::move(key),
+        unknown_name_message("policy", got, k_error_policies, "policies"));
+  return std::nullopt;
+}
+
+void Validator::check_error_policy(NodeSpec& node, const toml::table& table) {
+  if (node.role == SL_ROLE_SOURCE) return;
+  if (const toml::node* value = table.get("on_error")) {
+    if (auto policy = error_policy(*value, node.id, "on_error")) node.on_error = *policy;
+    return;
+  }
+  // [runtime] on_error applies to the nodes of the file; a node the host generated (a
+  // repartition's sink and source) keeps "fail": nobody could read its dead letters.
+  if (default_on_error_ && !doc_.generated.count({node.id, ""})) {
+    node.on_error = *default_on_error_;
+    on_error_inherited_.insert(node.id);
   }
 }
 
@@ -631,15 +645,35 @@ void Validator::check_graph() {
       // (an event_time without max_future_ms never emits on its "late").
     }
   }
-  for (const auto& n : nodes) {
+  bool default_dead_letter_used = false;
+  for (NodeSpec& n : spec_.nodes) {
+    if (n.on_error != ErrorPolicy::dead_letter) continue;
+    const bool inherited = on_error_inherited_.count(n.id) > 0;
+    if (dead_letters_read.count(n.id)) {
+      default_dead_letter_used = default_dead_letter_used || inherited;
+      continue;
+    }
+    // [runtime] on_error = "dead_letter" for a node whose dead-letter output nobody reads
+    // (the dead-letter sink itself, a node nobody wired): it fails as with "fail", so
+    // nothing is lost without a trace, and the default stays usable without wiring every node.
+    if (inherited) {
+      n.on_error = ErrorPolicy::fail;
+      continue;
+    }
     // Dead letters nobody reads would be lost without a trace: refuse.
-    if (n.on_error != ErrorPolicy::dead_letter || dead_letters_read.count(n.id)) continue;
     auto at = n.key_pos.find("on_error");
     error(at != n.key_pos.end() ? at->second : n.pos, n.id, "on_error",
           fmt::format("\"dead_letter\" routes failed messages to the output '{}.dead_letter', but "
                       "no node reads it; add \"{}.dead_letter\" to the inputs of a sink (e.g. a "
                       "to_kafka dead-letter topic or a sink_to_textfile)",
                       n.id, n.id));
+  }
+  if (default_on_error_ == ErrorPolicy::dead_letter && !default_dead_letter_used) {
+    warning(
+        default_on_error_pos_, "", "runtime.on_error",
+        "\"dead_letter\" has no effect: no node reads the dead-letter output (\"ID.dead_letter\") "
+        "of a node without an on_error of its own, so those nodes fail on a bad message as "
+        "with \"fail\"; add \"ID.dead_letter\" to the inputs of a sink");
   }
   for (const auto& n : nodes) {
     if (n.role == SL_ROLE_SINK || read.count(n.id)) continue;

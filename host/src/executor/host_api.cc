@@ -2,6 +2,7 @@
 // logic lives in Task (emit, timers, posts) and in value/ (values, JSON).
 #include "executor/host_api.hpp"
 
+#include "common/log_fields.hpp"
 #include "executor/task.hpp"
 #include "lua/lua_function.hpp"
 #include "value/json.hpp"
@@ -51,7 +52,8 @@ void api_log(sl_context* ctx, int32_t level, const char* msg, size_t len) {
   if (ctx && !ctx->task) {
     spdlog::log(lvl, "checkpoint store: {}", text);
   } else if (ctx) {
-    spdlog::log(lvl, "node '{}': {}", task_of(ctx).node(ctx->node).id, text);
+    const auto& node = task_of(ctx).node(ctx->node);
+    log_with(lvl, {{"node", node.id}, {"type", node.type}}, "node '{}': {}", node.id, text);
   } else {
     spdlog::log(lvl, "plugin: {}", text);
   }

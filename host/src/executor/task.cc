@@ -1,5 +1,6 @@
 #include "executor/task.hpp"
 
+#include "common/log_fields.hpp"
 #include "executor/host_api.hpp"
 #include "executor/internal_nodes.hpp"
 #include "lua/lua_runtime.hpp"
@@ -274,8 +275,9 @@ sl_status Task::handle_failed_message(size_t node, const sl_message& message, sl
     uint64_t skipped = n.counters->skipped.fetch_add(1, std::memory_order_relaxed) + 1;
     // Logged at 1, 2, 4, 8, ... so a flood of bad input cannot flood the log.
     if ((skipped & (skipped - 1)) == 0) {
-      spdlog::warn("node '{}' ({}): skipped a message it failed on ({} skipped so far): {}", n.id,
-                   n.type, skipped, reason);
+      log_with(spdlog::level::warn, {{"node", n.id}, {"type", n.type}},
+               "node '{}' ({}): skipped a message it failed on ({} skipped so far): {}", n.id,
+               n.type, skipped, reason);
     }
     return SL_OK;
   }

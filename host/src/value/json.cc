@@ -170,10 +170,12 @@ class Decoder {
   std::string fixed_;  // text_of's replaced string
 };
 
+}  // namespace
+
 // A string as JSON: always valid UTF-8 out. Strings are valid UTF-8 by the data model;
 // should one not be (a plugin's value_string is not checked), each ill-formed part is
 // written as U+FFFD rather than as raw bytes no JSON parser accepts.
-void append_escaped(std::string& out, std::string_view s) {
+void json_append_string(std::string& out, std::string_view s) {
   out.push_back('"');
   size_t bad = 0;
   for (size_t i = 0; i < s.size();) {
@@ -208,6 +210,8 @@ void append_escaped(std::string& out, std::string_view s) {
   }
   out.push_back('"');
 }
+
+namespace {
 
 void append_base64(std::string& out, std::string_view s) {
   static constexpr char k_alphabet[] =
@@ -274,7 +278,7 @@ void append_scalar(std::string& out, sl_value v) {
     }
     case SL_KIND_STRING: {
       sl_str s = value_str(v);
-      append_escaped(out, {s.data, s.size});
+      json_append_string(out, {s.data, s.size});
       return;
     }
     case SL_KIND_BYTES: {
@@ -316,7 +320,7 @@ void json_append(std::string& out, sl_value v) {
       if (o.next) out.push_back(',');
       if (o.container.kind == SL_KIND_OBJECT) {
         sl_str k = object_key_at(o.container, o.next);
-        append_escaped(out, {k.data, k.size});
+        json_append_string(out, {k.data, k.size});
         out.push_back(':');
       }
       v = value_at(o.container, o.next++);

@@ -24,6 +24,10 @@ namespace sluice::host {
 void json_append(std::string& out, sl_value v);
 [[nodiscard]] std::string json_dump(sl_value v);
 
+// Append `s` as a quoted JSON string: quotes, backslashes and control characters
+// escaped, each ill-formed UTF-8 part written as U+FFFD, so any bytes give valid JSON.
+void json_append_string(std::string& out, std::string_view s);
+
 // Strings as their raw text, everything else as JSON: what `print` shows.
 [[nodiscard]] std::string display_string(sl_value v);
 

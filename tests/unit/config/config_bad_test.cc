@@ -281,7 +281,7 @@ const BadCase k_cases[] = {
      {
          "bad/runtime_errors.toml:2:1: error: key 'runtime.batchsize': unknown key 'batchsize'; "
          "did you mean 'batch_size'? valid [runtime] keys are: batch_size, tasks, "
-         "shutdown_timeout_ms",
+         "shutdown_timeout_ms, on_error",
          "bad/runtime_errors.toml:3:9: error: key 'runtime.tasks': expected int (1..256), got "
          "string",
          "bad/runtime_errors.toml:4:14: error: key 'runtime.batch_size': 0 is out of range; valid "

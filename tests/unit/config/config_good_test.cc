@@ -253,6 +253,70 @@ inputs = ["s"]
   EXPECT_EQ(g.runtime.shutdown_timeout_ms, 10000);
 }
 
+// [runtime] on_error: the policy of every operator and sink without its own; a node's own
+// wins; sources have none. "dead_letter" as the default: a node whose dead-letter output
+// nobody reads (here the sinks) fails as with "fail" instead of being a config error.
+TEST_F(GoodConfig, RuntimeOnErrorDefault) {
+  const char* graph = R"(
+[sources.s]
+type = "from_iterable"
+values = []
+[sources.t]
+type = "from_iterable"
+values = []
+[operators.a]
+type = "zip"
+inputs = ["s", "t"]
+[operators.b]
+type = "zip"
+inputs = ["a", "t"]
+on_error = "fail"
+[sinks.k]
+type = "print"
+inputs = ["b"]
+[sinks.letters]
+type = "print"
+inputs = ["a.dead_letter"]
+)";
+  auto skip = validate_text(std::string("[runtime]\non_error = \"skip\"\n") +
+                            std::string(graph).replace(std::string(graph).find("[sinks.letters]"),
+                                                       std::string::npos, ""));
+  ASSERT_TRUE(skip.ok()) << (skip.diagnostics.empty() ? "" : skip.diagnostics[0].to_string());
+  EXPECT_EQ(skip.value->find("s")->on_error, ErrorPolicy::fail);  // a source: no policy
+  EXPECT_EQ(skip.value->find("a")->on_error, ErrorPolicy::skip);
+  EXPECT_EQ(skip.value->find("b")->on_error, ErrorPolicy::fail);  // its own
+  EXPECT_EQ(skip.value->find("k")->on_error, ErrorPolicy::skip);
+
+  auto dead = validate_text(std::string("[runtime]\non_error = \"dead_letter\"\n") + graph);
+  ASSERT_TRUE(dead.ok()) << (dead.diagnostics.empty() ? "" : dead.diagnostics[0].to_string());
+  EXPECT_TRUE(dead.diagnostics.empty()) << dead.diagnostics[0].to_string();
+  EXPECT_EQ(dead.value->find("a")->on_error, ErrorPolicy::dead_letter);  // read: letters
+  EXPECT_EQ(dead.value->find("b")->on_error, ErrorPolicy::fail);
+  EXPECT_EQ(dead.value->find("k")->on_error, ErrorPolicy::fail);        // unread: fail
+  EXPECT_EQ(dead.value->find("letters")->on_error, ErrorPolicy::fail);  // unread: fail
+
+  // Nothing reads any inherited dead-letter output: the default does nothing, a warning.
+  auto unused = validate_text(std::string("[runtime]\non_error = \"dead_letter\"\n") +
+                              std::string(graph).replace(std::string(graph).find("[sinks.letters]"),
+                                                         std::string::npos, ""));
+  ASSERT_TRUE(unused.ok());
+  ASSERT_EQ(unused.diagnostics.size(), 1u);
+  EXPECT_EQ(unused.diagnostics[0].to_string(),
+            "/configs/inline.toml:2:12: warning: key 'runtime.on_error': \"dead_letter\" has no "
+            "effect: no node reads the dead-letter output (\"ID.dead_letter\") of a node without "
+            "an on_error of its own, so those nodes fail on a bad message as with \"fail\"; add "
+            "\"ID.dead_letter\" to the inputs of a sink");
+  EXPECT_EQ(unused.value->find("a")->on_error, ErrorPolicy::fail);
+
+  // A bad value, with its position.
+  auto bad = validate_text(std::string("[runtime]\non_error = \"drop\"\n") + graph);
+  EXPECT_FALSE(bad.ok());
+  ASSERT_FALSE(bad.diagnostics.empty());
+  EXPECT_EQ(bad.diagnostics[0].to_string(),
+            "/configs/inline.toml:2:12: error: key 'runtime.on_error': unknown policy 'drop'; "
+            "valid policies are: fail, skip, dead_letter");
+}
+
 TEST_F(GoodConfig, AdminSettings) {
   const char* graph = R"(
 [sources.s]

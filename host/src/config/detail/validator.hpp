@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,9 @@ class Validator {
   // validator.cc
   void check_top_level();
   void check_runtime(const toml::node& node);
+  // "fail" | "skip" | "dead_letter", or nullopt after reporting what else `value` is.
+  std::optional<ErrorPolicy> error_policy(const toml::node& value, std::string_view node_id,
+                                          std::string key);
   void check_admin(const toml::node& node);
   void check_checkpoint(const toml::node& node);  // checkpoint_settings.cc
   // An int key of a top-level settings table ([runtime], [admin]) within min..max.
@@ -104,6 +108,11 @@ class Validator {
   GraphSpec spec_;
   std::vector<Diagnostic> diags_;
   bool inputs_incomplete_ = false;  // some node's `inputs` was missing or malformed
+  // [runtime] on_error: the default policy, where it is written, and the nodes that took
+  // it (no `on_error` of their own).
+  std::optional<ErrorPolicy> default_on_error_;
+  SourcePos default_on_error_pos_;
+  std::set<std::string, std::less<>> on_error_inherited_;
 };
 
 // "unknown WHAT 'wrong'; did you mean 'x'? valid LABEL are: a, b" (the
