@@ -57,6 +57,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
   bool owned = false;  // s.values[0, n) were made by a map_values: released here
   bool keyed = false;  // s.keys[0, n) were made by a map_keys (owned): they replace the keys
   size_t node = head;
+  uint64_t bytes = 0;  // payload_bytes of s.values[0, n) after the last operator
   // A sample of the calls is timed, as deliver_to does: the head's there (the whole chain
   // and what follows, as its process would be), a later node's here (its own call only).
   auto call = [&](NodeRuntime& op, auto&& callback) {
@@ -128,11 +129,15 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
       all_rows = false;
       n = kept;
     }
+    // What this operator passes on (one pass over the elements per operator in the chain).
+    bytes = n == 0 ? 0 : payload_bytes(s.values.data(), n);
     NodeCounters::add(op.counters->messages_out, n);
+    NodeCounters::add(op.counters->bytes_out, bytes);
     if (n == 0) return SL_OK;  // nothing left owned: a select released what it dropped
     if (op.consumers.size() != 1 || !chainable(nodes_[op.consumers.front().node])) break;
     node = op.consumers.front().node;
     NodeCounters::add(nodes_[node].counters->messages_in, n);
+    NodeCounters::add(nodes_[node].counters->bytes_in, bytes);
   }
   s.out.resize(n);
   if (messages != nullptr) {
@@ -148,7 +153,7 @@ sl_status Task::run_chain(size_t head, const sl_message* messages, const sl_valu
   if (keyed) {
     for (size_t k = 0; k < n; ++k) s.out[k].key = s.keys[k];
   }
-  const sl_status status = deliver(node, nodes_[node].consumers, s.out.data(), n);
+  const sl_status status = deliver(node, nodes_[node].consumers, s.out.data(), n, bytes);
   if (owned) release_all(s.values, n);
   if (keyed) release_all(s.keys, n);
   return status;

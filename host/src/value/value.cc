@@ -338,6 +338,34 @@ sl_str value_str(sl_value v) noexcept {
   return {nullptr, 0};
 }
 
+namespace {
+inline uint64_t bytes_of(sl_value v) noexcept {
+  switch (v.kind) {
+    case SL_KIND_NULL: return 0;
+    case SL_KIND_BOOL: return 1;
+    case SL_KIND_INT:
+    case SL_KIND_FLOAT: return 8;
+    case SL_KIND_STRING:
+    case SL_KIND_BYTES: return v.as.block->size;
+    case SL_KIND_ARRAY:
+    case SL_KIND_OBJECT: return sizeof(sl_value) * v.as.block->size;  // entries
+    default: return 0;
+  }
+}
+}  // namespace
+
+uint64_t payload_bytes(const sl_message* messages, size_t count) noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += bytes_of(messages[i].value);
+  return total;
+}
+
+uint64_t payload_bytes(const sl_value* values, size_t count) noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += bytes_of(values[i]);
+  return total;
+}
+
 size_t value_size(sl_value v) noexcept { return sl_value_is_boxed(v) ? v.as.block->size : 0; }
 
 sl_value value_at(sl_value v, size_t index) noexcept {

@@ -40,6 +40,14 @@ int32_t object_put_unique(sl_value* obj, const char* key, size_t key_size, sl_va
 int32_t value_compare(sl_value a, sl_value b) noexcept;
 uint64_t value_hash(sl_value v) noexcept;
 
+// A message's size as sluice_node_bytes_in_total / _out_total count it (docs/OPERATIONS.md,
+// "Read metrics"): its value only (not key, headers or timestamp), taken from the block
+// header without a walk: a string's or bytes' length, 8 for an int or a float, 1 for a bool,
+// 0 for null, and 16 (one sl_value) per top-level entry of an array or object, nested
+// payloads not counted. An estimate for structured values, cheap enough for every delivery.
+uint64_t payload_bytes(const sl_message* messages, size_t count) noexcept;
+uint64_t payload_bytes(const sl_value* values, size_t count) noexcept;
+
 // Name of a kind for messages ("int", "string", ...).
 std::string_view kind_name(int32_t kind) noexcept;
 
