@@ -210,7 +210,7 @@ sl_status Task::deliver_to(const Consumer& c, const sl_message* messages, const 
       timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   sl_status status = SL_OK;
   if (chainable(dst)) {
-    status = run_chain(c.node, messages, values, count);
+    status = run_chain(c.node, messages, values, count, bytes);
   } else {
     const sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
     status = dst.on_error == ErrorPolicy::fail

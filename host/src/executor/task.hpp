@@ -322,8 +322,9 @@ class Task final : public EpochParticipant {
   // delivered to it (messages, or bare values when `messages` is null), whose
   // messages_in deliver_to already counted.
   [[nodiscard]] bool chainable(const NodeRuntime& n) const noexcept;
-  sl_status run_chain(size_t head, const sl_message* messages, const sl_value* values,
-                      size_t count);
+  // `bytes`: payload_bytes of what was delivered (the head's bytes_in).
+  sl_status run_chain(size_t head, const sl_message* messages, const sl_value* values, size_t count,
+                      uint64_t bytes);
   // Delivers to a node with an error policy: one message per call, so a
   // failure names exactly one message, which the policy then handles.
   sl_status deliver_with_policy(const Consumer& to, const sl_batch& batch);
