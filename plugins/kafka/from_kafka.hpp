@@ -276,7 +276,7 @@ class KafkaSource : public sdk::Source, private ClientEvents, private OffsetSour
 
   /// stop_at_end: true when every assigned partition is at its end (and the grace passed).
   bool at_end(sdk::Context ctx);
-  /// Reports gauge kafka_consumer_lag per assigned partition (high watermark - next offset
+  /// Reports gauge kafka_consumer_lag_messages per assigned partition (high watermark - next offset
   /// to process), from librdkafka's cached watermarks; at most once a second.
   void report_lag(sdk::Context ctx);
   /// Removes the lag gauge of `tp` (revoked, or the source closed).

@@ -320,7 +320,7 @@ void KafkaSource::report_lag(Context ctx) {
   if (!shared_->handle) return;
   for (auto it = lag_reported_.begin(); it != lag_reported_.end();) {
     if (assigned_.count(*it) == 0) {
-      ctx.gauge_remove("kafka_consumer_lag", lag_labels(*it));
+      ctx.gauge_remove("kafka_consumer_lag_messages", lag_labels(*it));
       it = lag_reported_.erase(it);
     } else {
       ++it;
@@ -346,14 +346,14 @@ void KafkaSource::report_lag(Context ctx) {
       }
     }
     if (next < 0) continue;  // no position yet (nothing fetched): lag unknown
-    ctx.gauge_set("kafka_consumer_lag", lag_labels(tp),
+    ctx.gauge_set("kafka_consumer_lag_messages", lag_labels(tp),
                   static_cast<double>(std::max<int64_t>(high - next, 0)));
     lag_reported_.insert(tp);
   }
 }
 
 void KafkaSource::remove_lag(const TopicPartition& tp) {
-  if (lag_reported_.erase(tp) > 0) ctx_.gauge_remove("kafka_consumer_lag", lag_labels(tp));
+  if (lag_reported_.erase(tp) > 0) ctx_.gauge_remove("kafka_consumer_lag_messages", lag_labels(tp));
 }
 
 Result<SourceState> KafkaSource::poll(Context ctx, uint32_t budget) {

@@ -334,6 +334,10 @@ void FromHttpServer::respond(Conn& c, int status, std::string_view body, bool cl
   o.append(close ? "Connection: close\r\n" : "Connection: keep-alive\r\n");
   o.append("\r\n").append(body);
   if (close) c.close_after = true;
+  // A counter the plugin keeps (the "_total" convention of docs/PLUGIN_GUIDE.md, "Metrics"):
+  // sluice_node_http_responses_total{code} on /metrics. The host sums the tasks' series.
+  ctx_.gauge_set("http_responses_total", "code=" + std::to_string(status),
+                 static_cast<double>(++responses_[status]));
 }
 
 Result<SourceState> FromHttpServer::poll(Context ctx, uint32_t budget) {

@@ -199,6 +199,8 @@ class FromHttpServer final : public ServerSource {
   uint64_t evicted_ = 0;
   uint64_t header_timeouts_ = 0;
   uint64_t idle_timeouts_ = 0;
+  /// Answers sent, by status code: the counter http_responses_total{code}.
+  std::map<int, uint64_t> responses_;
   std::map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::deque<Pending> pending_;  // accepted bodies waiting for poll
   std::vector<sdk::Value> batch_;

@@ -1,4 +1,4 @@
-"""from_kafka reports kafka_consumer_lag per assigned partition on /metrics: records
+"""from_kafka reports kafka_consumer_lag_messages per assigned partition on /metrics: records
 produced before the pipeline starts, a consumer slowed by rate_limit (one message per poll,
 back-pressure), so the lag is first positive and later falls to 0 once everything was
 read. Each partition's series is labelled topic and partition."""
@@ -54,10 +54,13 @@ path = {toml_str(self.path("out.txt"))}
         """{partition: lag} of the from_kafka node, from /metrics."""
         status, _, body = http("GET", base + "/metrics")
         self.assertEqual(status, 200, body)
+        if "sluice_node_kafka_consumer_lag_messages{" in body:  # the unit, in name and help
+            self.assertIn("# HELP sluice_node_kafka_consumer_lag_messages Reported by the "
+                          "node's plugin, in messages", body)
         out = {}
         for (name, labels), value in parse_prometheus(body).items():
             labels = dict(labels)
-            if name == "sluice_node_kafka_consumer_lag" and labels.get("node") == "in":
+            if name == "sluice_node_kafka_consumer_lag_messages" and labels.get("node") == "in":
                 self.assertEqual(labels["topic"], "in", body)
                 self.assertEqual(labels["type"], "from_kafka", body)
                 out[int(labels["partition"])] = value

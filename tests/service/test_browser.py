@@ -1,7 +1,9 @@
 """The live graph page in headless Chromium, driven through chromedriver's W3C WebDriver
 HTTP API (plain urllib): the page draws every node, the rates it shows move while data
 flows, the watermark of an event_time node's stream shows, and its pause button stops a
-source (and resume starts it again)."""
+source (and resume starts it again). A 30-node chain stays inside the window, the node
+that back-pressures and the node with errors are highlighted, the back-pressuring node
+names the source it holds, and each node draws its rate history (a sparkline)."""
 
 import json
 import os
@@ -70,6 +72,7 @@ class WebDriver:
             "goog:chromeOptions": {
                 "binary": CHROMIUM,
                 "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                         "--window-size=1000,800",
                          "--disable-background-networking", "--disable-dev-shm-usage",
                          f"--user-data-dir={user_data_dir}"],
             }}}}
@@ -87,6 +90,9 @@ class WebDriver:
 
     def go(self, url):
         self.call("POST", self.s("/url"), {"url": url})
+
+    def script(self, script, *args):
+        return self.call("POST", self.s("/execute/sync"), {"script": script, "args": list(args)})
 
     def text(self, element_id):
         """textContent of #element_id, or None when absent."""
@@ -112,12 +118,8 @@ def number(text):
                      "SKIPPED: chromium and chromium-driver are not installed "
                      "(scripts/setup.sh installs them)")
 class LivePageTest(SluiceTestCase):
-    def test_rates_move_and_pause_stops_a_source(self):
-        cfg = self.write("p.toml", PIPELINE.format(out=toml_str(self.path("out.txt"))))
-        proc, _, err = self.spawn("run", cfg)
-        base = admin_url(err)
-        self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 20))
-
+    def browser(self):
+        """A WebDriver session on a headless Chromium (stopped at cleanup)."""
         port = free_port()
         log = open(self.path("chromedriver.log"), "wb")
         self.addCleanup(log.close)
@@ -142,6 +144,14 @@ class LivePageTest(SluiceTestCase):
         self.assertTrue(wait_for(driver_up, 30), read_text(self.path("chromedriver.log")))
         driver.start(self.mkdir("chrome-profile"))
         self.addCleanup(driver.quit)
+        return driver
+
+    def test_rates_move_and_pause_stops_a_source(self):
+        cfg = self.write("p.toml", PIPELINE.format(out=toml_str(self.path("out.txt"))))
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 20))
+        driver = self.browser()
 
         # The token travels in the fragment, which the page sends as a bearer header.
         driver.go(base + "/#token=t0ken")
@@ -186,6 +196,102 @@ class LivePageTest(SluiceTestCase):
 
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+    def test_long_chain_backpressure_errors_and_sparklines(self):
+        chain = [f"c{k}" for k in range(26)]
+        parts = [CHAIN_HEAD.format(bad_out=toml_str(self.path("bad.txt")))]
+        previous = "slow"
+        for node in chain:
+            parts.append(CHAIN_LINK.format(id=node, input=previous))
+            previous = node
+        parts.append(CHAIN_TAIL.format(input=previous, out=toml_str(self.path("out.txt"))))
+        cfg = self.write("chain.toml", "".join(parts))
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 20),
+                        read_text(err))
+        driver = self.browser()
+        driver.go(base + "/#token=t0ken")
+        ids = ["ticks", "bad", "bad_out", "slow"] + chain + ["out"]
+        self.assertEqual(len(ids), 31)
+        self.assertTrue(wait_for(lambda: driver.text("node-out") is not None, 20),
+                        f"the page did not draw the graph: state={driver.text('state')!r}")
+
+        # Every node's box is inside the window (the layout wraps the chain).
+        outside = driver.script(
+            "const w = document.documentElement.clientWidth; return Array.from("
+            "document.querySelectorAll('g.node')).filter(g => {"
+            "const r = g.getBoundingClientRect(); return r.left < 0 || r.right > w; })"
+            ".map(g => g.id + ' ' + Math.round(g.getBoundingClientRect().right) + '>' + w);")
+        self.assertEqual(outside, [])
+        for node in ids:
+            self.assertIsNotNone(driver.text("node-" + node), f"node {node} not drawn")
+
+        def classes(node):
+            return driver.script("const g = document.getElementById(arguments[0]);"
+                                 "return g ? Array.from(g.classList) : [];", "node-" + node)
+        # rate_limit (one element a second, max_queued 1) back-pressures and holds ticks.
+        self.assertTrue(wait_for(lambda: "backpressure" in classes("slow"), 20),
+                        f"slow: {classes('slow')}, state={driver.text('state')!r}")
+        self.assertTrue(wait_for(lambda: driver.text("hold-slow") == "holding: ticks", 10),
+                        f"hold-slow: {driver.text('hold-slow')!r}")
+        self.assertIn("holding: ticks", driver.text("status-slow"))
+        self.assertTrue(wait_for(lambda: "held by: slow" == driver.text("hold-ticks"), 10),
+                        f"hold-ticks: {driver.text('hold-ticks')!r}")
+        self.assertNotIn("backpressure", classes("c5"))
+        # `bad` fails on every element (upper of an int), skipped: highlighted as failing.
+        self.assertTrue(wait_for(lambda: "errors" in classes("bad"), 10), classes("bad"))
+        self.assertNotIn("errors", classes("slow"))
+
+        # The sparkline: one point per refresh (about a second), up to 60.
+        def points(node):
+            return len((driver.script(
+                "const e = document.getElementById(arguments[0]);"
+                "return e ? e.getAttribute('points') : '';", "spark-" + node) or "").split())
+        self.assertTrue(wait_for(lambda: points("bad") >= 3, 15), points("bad"))
+        self.assertTrue(wait_for(lambda: points("out") >= 3, 15), points("out"))
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+
+# 31 nodes: ticks feeds `bad` (fails on every element, on_error = "skip") and a rate_limit
+# that lets one element through a second, followed by a chain of 26 filters.
+CHAIN_HEAD = """
+name = "chain"
+[admin]
+port = 0
+token = "t0ken"
+[sources.ticks]
+type = "from_periodic"
+interval_ms = 5
+[operators.bad]
+type = "map"
+inputs = ["ticks"]
+function = "upper"
+on_error = "skip"
+[sinks.bad_out]
+type = "sink_to_textfile"
+inputs = ["bad"]
+path = {bad_out}
+[operators.slow]
+type = "rate_limit"
+inputs = ["ticks"]
+interval_ms = 1000
+max_queued = 1
+"""
+CHAIN_LINK = """
+[operators.{id}]
+type = "filter"
+inputs = ["{input}"]
+function = {{ name = "ge", args = {{ value = 0 }} }}
+"""
+CHAIN_TAIL = """
+[sinks.out]
+type = "sink_to_textfile"
+inputs = ["{input}"]
+path = {out}
+"""
 
 
 if __name__ == "__main__":

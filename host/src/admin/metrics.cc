@@ -1,5 +1,6 @@
 #include "admin/metrics.hpp"
 
+#include "admin/process_metrics.hpp"
 #include "executor/node_gauges.hpp"
 #include "pipeline/pipeline_runner.hpp"
 
@@ -18,6 +19,9 @@ namespace {
 // The sums of one node's counters over every task.
 struct NodeTotals {
   uint64_t in = 0, out = 0, errors = 0, skipped = 0, dead_letters = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;
+  bool backpressured = false;  // signalling back-pressure now, in some task
+  bool held = false;           // a source that back-pressure downstream holds now, in some task
   std::array<uint64_t, NodeCounters::k_latency_bounds_ns.size() + 1> buckets{};
   uint64_t latency_sum_ns = 0;
   uint64_t backpressure_ns = 0;
@@ -44,6 +48,9 @@ NodeTotals totals(const PipelineRunner& runner, size_t node) {
     const NodeCounters& c = *task->nodes()[node].counters;
     t.in += c.messages_in.load(relaxed);
     t.out += c.messages_out.load(relaxed);
+    t.bytes_in += c.bytes_in.load(relaxed);
+    t.bytes_out += c.bytes_out.load(relaxed);
+    t.held = t.held || c.held.load(relaxed) > 0;
     t.errors += c.errors.load(relaxed);
     t.skipped += c.skipped.load(relaxed);
     t.dead_letters += c.dead_letters.load(relaxed);
@@ -52,6 +59,7 @@ NodeTotals totals(const PipelineRunner& runner, size_t node) {
     t.latency_sum_ns += c.latency_sum_ns.load(relaxed);
     t.backpressure_ns += c.backpressure_ns.load(relaxed);
     int64_t since = c.backpressure_since_ns.load(relaxed);
+    if (since > 0) t.backpressured = true;
     if (since > 0 && now > since) t.backpressure_ns += static_cast<uint64_t>(now - since);
     for (size_t k = 0; k < t.side_out.size(); ++k) t.side_out[k] += c.side_out[k].load(relaxed);
     // A task that has no watermark yet (no partition assigned) does not hide the others'.
@@ -98,6 +106,53 @@ void header(std::string& out, std::string_view name, std::string_view type, std:
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
+// Whether node `i`'s series of a per-node family can apply: sources are delivered nothing
+// (no messages or bytes in), sinks emit nothing on their main output, and only a node with
+// that on_error policy skips or routes dead letters.
+enum class Applies { all, has_input, has_output, skips, dead_letters };
+bool applies(const NodeSpec& n, Applies a) {
+  switch (a) {
+    case Applies::has_input: return n.role != SL_ROLE_SOURCE;
+    case Applies::has_output: return n.role != SL_ROLE_SINK;
+    case Applies::skips: return n.role != SL_ROLE_SOURCE && n.on_error == ErrorPolicy::skip;
+    case Applies::dead_letters:
+      return n.role != SL_ROLE_SOURCE && n.on_error == ErrorPolicy::dead_letter;
+    case Applies::all: return true;
+  }
+  return true;
+}
+
+// The sources upstream of node `node` (itself, if it is one): those its back-pressure holds.
+std::vector<size_t> upstream_sources(const GraphSpec& spec, size_t node) {
+  std::vector<size_t> found;
+  std::vector<bool> seen(spec.nodes.size(), false);
+  std::vector<size_t> stack{node};
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    if (spec.nodes[i].role == SL_ROLE_SOURCE) found.push_back(i);
+    for (const InputRef& ref : spec.nodes[i].inputs) {
+      if (auto p = spec.producer_of(ref)) stack.push_back(*p);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// The unit a plugin gauge's name ends in, for its HELP line ("" when none is known).
+std::string_view unit_of(std::string_view name) {
+  if (name.ends_with("_total")) name.remove_suffix(6);
+  for (std::string_view unit : {"seconds", "bytes", "messages", "ratio"}) {
+    if (name.ends_with(unit) && name.size() > unit.size() &&
+        name[name.size() - unit.size() - 1] == '_') {
+      return unit;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& facts) {
@@ -115,6 +170,7 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
   header(out, "sluice_reloads_total", "counter", "SIGHUP reloads, by result.");
   put(fmt::format("sluice_reloads_total{{result=\"applied\"}} {}\n", facts.reloads_ok));
   put(fmt::format("sluice_reloads_total{{result=\"rejected\"}} {}\n", facts.reloads_rejected));
+  put(render_process_metrics());
   if (!runner) return out;
 
   const GraphSpec& spec = runner->spec();
@@ -133,20 +189,32 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
     const char* name;
     const char* help;
     uint64_t NodeTotals::*field;
+    Applies applies;
   };
   const Counter counters[] = {
-      {"sluice_node_messages_in_total", "Messages delivered to the node.", &NodeTotals::in},
-      {"sluice_node_messages_out_total", "Messages the node emitted.", &NodeTotals::out},
+      {"sluice_node_messages_in_total", "Messages delivered to the node (not for sources).",
+       &NodeTotals::in, Applies::has_input},
+      {"sluice_node_messages_out_total",
+       "Messages the node emitted on its main output (not for sinks).", &NodeTotals::out,
+       Applies::has_output},
+      {"sluice_node_bytes_in_total",
+       "Payload bytes delivered to the node: the length of string and bytes values, 8 per "
+       "number, 16 per top-level entry of an array or object (not for sources).",
+       &NodeTotals::bytes_in, Applies::has_input},
+      {"sluice_node_bytes_out_total",
+       "Payload bytes the node emitted on its main output, counted as bytes_in (not for sinks).",
+       &NodeTotals::bytes_out, Applies::has_output},
       {"sluice_node_errors_total", "Failures of the node, including those on_error handled.",
-       &NodeTotals::errors},
+       &NodeTotals::errors, Applies::all},
       {"sluice_node_skipped_total", "Messages dropped by on_error = \"skip\".",
-       &NodeTotals::skipped},
+       &NodeTotals::skipped, Applies::skips},
       {"sluice_node_dead_letters_total", "Messages routed by on_error = \"dead_letter\".",
-       &NodeTotals::dead_letters},
+       &NodeTotals::dead_letters, Applies::dead_letters},
   };
   for (const Counter& c : counters) {
     header(out, c.name, "counter", c.help);
     for (size_t i = 0; i < all.size(); ++i) {
+      if (!applies(spec.nodes[i], c.applies)) continue;
       put(fmt::format("{}{{{}}} {}\n", c.name, labels(i), all[i].*c.field));
     }
   }
@@ -222,7 +290,8 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
   }
 
   // Plugin-reported gauges (sl_host_api.gauge_set): sluice_node_<name>, one family per
-  // name; a series reported by several tasks of a node is their sum.
+  // name; a series reported by several tasks of a node is their sum. A name ending in
+  // "_total" is a counter the plugin keeps (docs/PLUGIN_GUIDE.md, "Metrics").
   std::map<std::string, std::map<std::pair<size_t, std::string>, double>> gauges;
   for (const auto& task : runner->tasks()) {
     for (size_t i = 0; i < spec.nodes.size(); ++i) {
@@ -233,7 +302,12 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
   }
   for (const auto& [name, series] : gauges) {
     const std::string family = "sluice_node_" + name;
-    header(out, family, "gauge", "Reported by the node's plugin (see docs/OPERATIONS.md).");
+    const std::string_view unit = unit_of(name);
+    header(
+        out, family, name.ends_with("_total") ? "counter" : "gauge",
+        unit.empty()
+            ? std::string("Reported by the node's plugin (see docs/OPERATIONS.md).")
+            : fmt::format("Reported by the node's plugin, in {} (see docs/OPERATIONS.md).", unit));
     for (const auto& [key, value] : series) {
       put(fmt::format("{}{{{}{}{}}} {}\n", family, labels(key.first), key.second.empty() ? "" : ",",
                       key.second, value));
@@ -245,6 +319,13 @@ std::string render_prometheus(const PipelineRunner* runner, const DaemonFacts& f
     if (spec.nodes[i].role != SL_ROLE_SOURCE) continue;
     put(fmt::format("sluice_source_paused{{{}}} {}\n", labels(i),
                     runner->source_paused(spec.nodes[i].id) ? 1 : 0));
+  }
+  header(out, "sluice_source_backpressured", "gauge",
+         "1 while a node downstream of the source signals back-pressure and holds it (in any "
+         "task): the source is not polled.");
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    if (spec.nodes[i].role != SL_ROLE_SOURCE) continue;
+    put(fmt::format("sluice_source_backpressured{{{}}} {}\n", labels(i), all[i].held ? 1 : 0));
   }
   return out;
 }
@@ -258,9 +339,22 @@ std::string render_stats_json(const PipelineRunner* runner, const DaemonFacts& f
   if (!runner) return out + ",\"pipeline\":null,\"nodes\":[]}";
   const GraphSpec& spec = runner->spec();
   out += fmt::format(",\"pipeline\":{},\"nodes\":[", json_string(spec.name));
+  std::vector<NodeTotals> all;
+  all.reserve(spec.nodes.size());
+  for (size_t i = 0; i < spec.nodes.size(); ++i) all.push_back(totals(*runner, i));
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    NodeTotals t = totals(*runner, i);
+    const NodeTotals& t = all[i];
     const NodeSpec& n = spec.nodes[i];
+    // holding: the sources this back-pressuring node holds now (upstream of it, and held).
+    std::string holding = "[";
+    if (t.backpressured) {
+      for (size_t s : upstream_sources(spec, i)) {
+        if (!all[s].held) continue;
+        if (holding.size() > 1) holding += ',';
+        holding += json_string(spec.nodes[s].id);
+      }
+    }
+    holding += ']';
     // watermark_ms: null before the first watermark, "end" after the end of input.
     const std::string watermark = t.watermark_ns == SL_NO_WATERMARK ? std::string("null")
                                   : t.watermark_ns == SL_WATERMARK_END
@@ -269,10 +363,12 @@ std::string render_stats_json(const PipelineRunner* runner, const DaemonFacts& f
     out += fmt::format(
         "{}{{\"id\":{},\"role\":\"{}\",\"type\":{},\"in\":{},\"out\":{},\"errors\":{},"
         "\"skipped\":{},\"dead_letters\":{},\"backpressure_s\":{},\"paused\":{},"
-        "\"watermark_ms\":{},\"late\":{}}}",
+        "\"watermark_ms\":{},\"late\":{},\"bytes_in\":{},\"bytes_out\":{},"
+        "\"backpressured\":{},\"held\":{},\"holding\":{}}}",
         i == 0 ? "" : ",", json_string(n.id), role_label(n.role), json_string(n.type), t.in, t.out,
         t.errors, t.skipped, t.dead_letters, t.backpressure_ns / 1e9,
-        runner->source_paused(n.id) ? "true" : "false", watermark, t.late);
+        runner->source_paused(n.id) ? "true" : "false", watermark, t.late, t.bytes_in, t.bytes_out,
+        t.backpressured ? "true" : "false", t.held ? "true" : "false", holding);
   }
   return out + "]}";
 }

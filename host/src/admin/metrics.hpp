@@ -27,7 +27,10 @@ struct DaemonFacts {
 
 // {"generation", "state", "time_ms", "pipeline", "nodes": [{"id", "role", "type",
 //  "in", "out", "errors", "skipped", "dead_letters", "backpressure_s", "paused",
-//  "watermark_ms" (null, "end" or ms since the epoch: the lowest over the tasks), "late"}]}
+//  "watermark_ms" (null, "end" or ms since the epoch: the lowest over the tasks), "late",
+//  "bytes_in", "bytes_out", "backpressured" (signalling back-pressure now, in some task),
+//  "held" (a source that back-pressure holds now), "holding" (a back-pressuring node: the
+//  ids of the held sources upstream of it)}]}
 // Counters are sums over the tasks.
 [[nodiscard]] std::string render_stats_json(const PipelineRunner* runner, const DaemonFacts& facts);
 

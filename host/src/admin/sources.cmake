@@ -2,6 +2,7 @@ target_sources(sluice_host_core PRIVATE
   src/admin/http_server.cc
   src/admin/admin_endpoint.cc
   src/admin/metrics.cc
+  src/admin/process_metrics.cc
   src/admin/graph_page.cc)
 # The HTTP request reader (lib/http/http_request_reader.hpp, header-only): one implementation
 # of the request bounds for both servers and the fuzz target.

@@ -488,6 +488,9 @@ void Coordinator::maybe_complete() {
   ++stats_.completed;
   stats_.last_duration_ms = ms(end - r.started_ns);
   stats_.last_bytes = r.bytes;
+  stats_.last_success_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
   spdlog::info(
       "checkpoint epoch {}{}: {} bytes in {:.1f} ms (prepare+snapshot {:.1f} ms, encode {:.1f} "
       "ms, store {:.1f} ms, commit {:.1f} ms)",

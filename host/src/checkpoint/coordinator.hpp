@@ -109,6 +109,7 @@ class Coordinator {
     uint64_t failed = 0;     // epochs aborted (store write failed, a task failed)
     double last_duration_ms = 0;
     uint64_t last_bytes = 0;
+    int64_t last_success_unix_ms = 0;  // wall clock when the last epoch completed; 0: none yet
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
   [[nodiscard]] bool epoch_running() const { return running_.has_value(); }

@@ -68,14 +68,21 @@ Result<std::string> NodeGauges::prometheus_labels(std::string_view labels) {
 std::optional<std::string> NodeGauges::set(std::string_view name, std::string_view labels,
                                            double value) {
   if (!gauge_identifier(name)) return fmt::format("invalid gauge name '{}'", name);
-  // Names the host's own sluice_node_* families use, or Prometheus reserves for them.
-  for (std::string_view reserved : {"_total", "_bucket", "_sum", "_count"}) {
+  // Prometheus reserves these suffixes for histograms and summaries. A name ending in
+  // "_total" is a counter the plugin keeps (rendered with "# TYPE counter").
+  for (std::string_view reserved : {"_bucket", "_sum", "_count"}) {
     if (name.ends_with(reserved)) {
       return fmt::format("gauge name '{}' ends with '{}' (reserved)", name, reserved);
     }
   }
-  if (name == "batch_latency_seconds")
-    return std::string("gauge name 'batch_latency_seconds' is reserved");
+  // The host's own sluice_node_* families (admin/metrics.cc).
+  for (std::string_view reserved :
+       {"batch_latency_seconds", "messages_in_total", "messages_out_total", "bytes_in_total",
+        "bytes_out_total", "errors_total", "skipped_total", "dead_letters_total", "late_total",
+        "side_output_messages_total", "backpressure_seconds_total", "watermark_seconds",
+        "watermark_lag_seconds"}) {
+    if (name == reserved) return fmt::format("gauge name '{}' is reserved", name);
+  }
   auto rendered = prometheus_labels(labels);
   if (!rendered.is_ok()) return std::string(rendered.status().message());
   std::pair<std::string, std::string> key(std::string(name), std::move(rendered).value());

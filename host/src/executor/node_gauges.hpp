@@ -25,7 +25,7 @@ std::string prometheus_label_value(std::string_view value);
 class NodeGauges {
  public:
   struct Series {
-    std::string name;    // "kafka_consumer_lag" (rendered as sluice_node_<name>)
+    std::string name;    // "kafka_consumer_lag_messages" (rendered as sluice_node_<name>)
     std::string labels;  // Prometheus label pairs, values escaped: topic="t",partition="3"
     double value = 0;
   };

@@ -50,6 +50,7 @@ void Task::wire() {
     rt.dead_letter_consumers.clear();
     for (auto& side : rt.side_consumers) side.clear();
     rt.input_only_sources.reset();
+    rt.upstream_sources.reset();
   }
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
@@ -208,24 +209,30 @@ Status Task::start() {
 sl_status Task::emit(size_t from, const sl_message* messages, size_t count) {
   if (failure_) return SL_CANCELLED;
   if (count == 0) return SL_OK;
-  NodeCounters::add(nodes_[from].counters->messages_out, count);
-  return deliver(from, nodes_[from].consumers, messages, count);
+  const uint64_t bytes = payload_bytes(messages, count);
+  NodeCounters& counters = *nodes_[from].counters;
+  NodeCounters::add(counters.messages_out, count);
+  NodeCounters::add(counters.bytes_out, bytes);
+  return deliver(from, nodes_[from].consumers, messages, count, bytes);
 }
 
 sl_status Task::deliver(size_t from, const std::vector<Consumer>& consumers,
-                        const sl_message* messages, size_t count) {
+                        const sl_message* messages, size_t count, uint64_t bytes) {
   (void)from;
   for (const Consumer& c : consumers) {
     if (nodes_[c.node].ended) continue;
-    if (sl_status status = deliver_to(c, messages, nullptr, count); status != SL_OK) return status;
+    if (sl_status status = deliver_to(c, messages, nullptr, count, bytes); status != SL_OK) {
+      return status;
+    }
   }
   return SL_OK;
 }
 
 sl_status Task::deliver_to(const Consumer& c, const sl_message* messages, const sl_value* values,
-                           size_t count) {
+                           size_t count, uint64_t bytes) {
   NodeRuntime& dst = nodes_[c.node];
   NodeCounters::add(dst.counters->messages_in, count);
+  NodeCounters::add(dst.counters->bytes_in, bytes);
   // A sample of the calls is timed (NodeCounters::sample_latency): two clock reads per
   // call were 8-11 % of a pipeline that emits per element.
   const bool timed = dst.counters->sample_latency();
@@ -233,7 +240,7 @@ sl_status Task::deliver_to(const Consumer& c, const sl_message* messages, const 
       timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   sl_status status = SL_OK;
   if (chainable(dst)) {
-    status = run_chain(c.node, messages, values, count);
+    status = run_chain(c.node, messages, values, count, bytes);
   } else {
     const sl_batch batch{sizeof(sl_batch), sizeof(sl_message), messages, count};
     status = dst.on_error == ErrorPolicy::fail
@@ -305,7 +312,7 @@ sl_status Task::handle_failed_message(size_t node, const sl_message& message, sl
   sl_message dead = message;
   dead.headers = header_object.raw();
   n.counters->dead_letters.fetch_add(1, std::memory_order_relaxed);
-  return deliver(node, n.dead_letter_consumers, &dead, 1);
+  return deliver(node, n.dead_letter_consumers, &dead, 1, payload_bytes(&dead, 1));
 }
 
 sl_status Task::emit_values(size_t from, const sl_value* values, size_t count) {
@@ -315,8 +322,10 @@ sl_status Task::emit_values(size_t from, const sl_value* values, size_t count) {
     // Straight into the chain: no messages for it to take the values back out of.
     if (failure_) return SL_CANCELLED;
     if (count == 0) return SL_OK;
+    const uint64_t bytes = payload_bytes(values, count);
     NodeCounters::add(nodes_[from].counters->messages_out, count);
-    return deliver_to(consumers.front(), nullptr, values, count);
+    NodeCounters::add(nodes_[from].counters->bytes_out, bytes);
+    return deliver_to(consumers.front(), nullptr, values, count, bytes);
   }
   // Per-node scratch: no other emit of this node can run while this one does
   // (the graph is acyclic), so the buffer is never clobbered by nesting.
@@ -422,12 +431,48 @@ void Task::set_backpressure(size_t node, bool full) {
   const bool was_full = any_full(n);
   n.backpressured = full;
   note_backpressure(n, was_full);
-  if (full) {
-    ++backpressure_count_;
-  } else {
-    --backpressure_count_;
-    schedule_poll();
+  // Only the sources that feed this node stop (docs/ARCHITECTURE.md, "Back-pressure"): one
+  // that feeds it and another branch too stops as well, so memory stays bounded; a source
+  // on an unrelated branch keeps its rate.
+  for (size_t source : upstream_sources(node)) hold_source(source, full);
+  if (!full) schedule_poll();
+}
+
+void Task::hold_source(size_t node, bool hold) {
+  NodeRuntime& s = nodes_[node];
+  if (hold) {
+    ++s.paused;
+  } else if (s.paused > 0) {
+    --s.paused;
   }
+  s.counters->held.store(s.paused, std::memory_order_relaxed);
+}
+
+const std::vector<size_t>& Task::upstream_sources(size_t node) {
+  NodeRuntime& n = nodes_[node];
+  if (n.upstream_sources) return *n.upstream_sources;
+  std::vector<size_t> found;
+  if (node < spec_.nodes.size()) {
+    std::vector<bool> seen(spec_.nodes.size(), false);
+    std::vector<size_t> stack{node};
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      stack.pop_back();
+      if (seen[i]) continue;
+      seen[i] = true;
+      if (spec_.nodes[i].role == SL_ROLE_SOURCE) found.push_back(i);
+      for (const InputRef& ref : spec_.nodes[i].inputs) {
+        if (auto p = spec_.producer_of(ref)) stack.push_back(*p);
+      }
+    }
+  } else {
+    // A capture node (test mode) is not in the spec: it holds every source, as a full sink
+    // always did before back-pressure was per branch.
+    found = sources_;
+  }
+  std::sort(found.begin(), found.end());
+  n.upstream_sources = std::move(found);
+  return *n.upstream_sources;
 }
 
 void Task::set_input_backpressure(size_t node, uint32_t input, bool full) {
@@ -436,13 +481,7 @@ void Task::set_input_backpressure(size_t node, uint32_t input, bool full) {
   const bool was_full = any_full(n);
   n.input_full[input] = full;
   note_backpressure(n, was_full);
-  for (size_t source : input_only_sources(node)[input]) {
-    if (full) {
-      ++nodes_[source].paused;
-    } else {
-      --nodes_[source].paused;
-    }
-  }
+  for (size_t source : input_only_sources(node)[input]) hold_source(source, full);
   if (!full) schedule_poll();
 }
 
@@ -495,7 +534,7 @@ void Task::schedule_poll() {
 }
 
 void Task::poll_round() {
-  if (failure_ || backpressure_count_ > 0) return;
+  if (failure_) return;
   bool any_more = false;
   // Rotate the starting source so one busy source cannot starve the others.
   for (size_t k = 0; k < sources_.size(); ++k) {
@@ -515,7 +554,6 @@ void Task::poll_round() {
     } else if (state == SL_SOURCE_MORE) {
       any_more = true;
     }
-    if (backpressure_count_ > 0) break;
   }
   if (!sources_.empty()) next_source_ = (next_source_ + 1) % sources_.size();
   // Yield to timers and posted work between rounds instead of looping here.
@@ -748,7 +786,7 @@ Status Task::run_until_idle() {
     size_t handled = io_.poll();
     bool ready = std::any_of(sources_.begin(), sources_.end(),
                              [&](size_t i) { return pollable(nodes_[i]); });
-    if (ready && backpressure_count_ == 0) {
+    if (ready) {
       schedule_poll();
       continue;
     }

@@ -4,9 +4,9 @@
 //
 // Data moves depth-first: a node's emit() calls each consumer's process()
 // before returning, in config order, so nothing waits "between" nodes and
-// runs are deterministic. Sources are polled in rounds while downstream has
-// room (no node has signalled back-pressure); between rounds the io_context
-// runs timers and work posted from other threads.
+// runs are deterministic. Sources are polled in rounds; a source is skipped while
+// a node downstream of it signals back-pressure (other sources keep their rate);
+// between rounds the io_context runs timers and work posted from other threads.
 #pragma once
 
 #include "common/plugin_call.hpp"
@@ -66,6 +66,10 @@ struct Consumer {
 struct NodeCounters {
   std::atomic<uint64_t> messages_in{0};
   std::atomic<uint64_t> messages_out{0};
+  // Payload bytes of those messages (payload_bytes, value/value.hpp: an estimate for
+  // structured values).
+  std::atomic<uint64_t> bytes_in{0};
+  std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> errors{0};        // failures, including those on_error handled
   std::atomic<uint64_t> skipped{0};       // messages dropped by on_error = "skip"
   std::atomic<uint64_t> dead_letters{0};  // messages routed by on_error = "dead_letter"
@@ -83,6 +87,9 @@ struct NodeCounters {
   // finished intervals, plus the start of the current one (0 = not now).
   std::atomic<uint64_t> backpressure_ns{0};
   std::atomic<int64_t> backpressure_since_ns{0};
+  // Sources: how many back-pressuring nodes (or full inputs) downstream hold it now
+  // (NodeRuntime::paused, mirrored for the admin endpoint).
+  std::atomic<uint32_t> held{0};
   // Event time (ABI 1.5): the node's output watermark (a sink's: its input's), ns since the
   // epoch; SL_NO_WATERMARK until one came. And what it emitted on each side output.
   std::atomic<int64_t> watermark_ns{SL_NO_WATERMARK};
@@ -156,7 +163,10 @@ struct NodeRuntime {
   // each input the sources that feed only it (computed on first use).
   std::vector<bool> input_full;
   std::optional<std::vector<std::vector<size_t>>> input_only_sources;
-  uint32_t paused = 0;           // sources: how many full inputs downstream pause this one
+  // Node back-pressure (set_backpressure): the sources upstream of the node, itself if it is
+  // one (computed on first use). Each is paused while the node is full.
+  std::optional<std::vector<size_t>> upstream_sources;
+  uint32_t paused = 0;           // sources: how many full nodes or inputs downstream pause this one
   bool operator_paused = false;  // sources: paused from the admin endpoint (not polled)
   int32_t source_state = SL_SOURCE_MORE;
   bool created = false;
@@ -324,24 +334,30 @@ class Task final : public EpochParticipant {
   // Runs a plugin callback, catching escaped exceptions; does not fail the task.
   template <class F>
   sl_status call_guarded(size_t node, F&& call);
+  // `bytes`: payload_bytes of what is delivered, counted once by the caller for every
+  // consumer's bytes_in.
   sl_status deliver(size_t from, const std::vector<Consumer>& consumers, const sl_message* messages,
-                    size_t count);
+                    size_t count, uint64_t bytes);
   // One consumer's delivery: `messages`, or (to a chain only) bare `values` from
   // emit_values, whose messages would have no key, headers or event time.
   sl_status deliver_to(const Consumer& c, const sl_message* messages, const sl_value* values,
-                       size_t count);
+                       size_t count, uint64_t bytes);
   // Operator chaining (operator_chain.cc): whether `n` runs in a chain, through
   // map_values / select_values / map_keys; and the chain headed by `head` run over what was
   // delivered to it (messages, or bare values when `messages` is null), whose
   // messages_in deliver_to already counted.
   [[nodiscard]] bool chainable(const NodeRuntime& n) const noexcept;
-  sl_status run_chain(size_t head, const sl_message* messages, const sl_value* values,
-                      size_t count);
+  // `bytes`: payload_bytes of what was delivered (the head's bytes_in).
+  sl_status run_chain(size_t head, const sl_message* messages, const sl_value* values, size_t count,
+                      uint64_t bytes);
   // Delivers to a node with an error policy: one message per call, so a
   // failure names exactly one message, which the policy then handles.
   sl_status deliver_with_policy(const Consumer& to, const sl_batch& batch);
   sl_status handle_failed_message(size_t node, const sl_message& message, sl_status status);
   const std::vector<std::vector<size_t>>& input_only_sources(size_t node);
+  const std::vector<size_t>& upstream_sources(size_t node);
+  // One more (or one less) back-pressuring node or input holds source `node`.
+  void hold_source(size_t node, bool hold);
   [[nodiscard]] bool pollable(const NodeRuntime& n) const {
     return !n.ended && n.source_state == SL_SOURCE_MORE && n.paused == 0 && !n.operator_paused &&
            !epoch_;
@@ -406,7 +422,6 @@ class Task final : public EpochParticipant {
   bool poll_scheduled_ = false;
   bool draining_ = false;
   bool started_ = false;
-  uint32_t backpressure_count_ = 0;
   size_t next_source_ = 0;  // round-robin start
   // See lua(). Destroyed after ~Task's body, where the nodes release their functions.
   std::unique_ptr<lua::LuaRuntime> lua_;

@@ -151,16 +151,19 @@ Status Task::commit_reconfigure() {
   next_source_ = 0;
   keyed_reach_.clear();
   assigned_once_.clear();
-  // Back-pressure is recounted from what the nodes say now: a replaced node's signal went
-  // with it.
-  backpressure_count_ = 0;
-  for (size_t s : sources_) nodes_[s].paused = 0;
+  // Back-pressure is recounted from what the nodes say now, over the new edges: a replaced
+  // node's signal went with it.
+  for (size_t src : sources_) {
+    nodes_[src].paused = 0;
+    nodes_[src].counters->held.store(0, std::memory_order_relaxed);
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    NodeRuntime& n = nodes_[i];
-    if (n.backpressured) ++backpressure_count_;
-    for (uint32_t k = 0; k < n.input_full.size(); ++k) {
-      if (!n.input_full[k]) continue;
-      for (size_t s : input_only_sources(i)[k]) ++nodes_[s].paused;
+    if (nodes_[i].backpressured) {
+      for (size_t src : upstream_sources(i)) hold_source(src, true);
+    }
+    for (uint32_t k = 0; k < nodes_[i].input_full.size(); ++k) {
+      if (!nodes_[i].input_full[k]) continue;
+      for (size_t src : input_only_sources(i)[k]) hold_source(src, true);
     }
   }
   // 4. The new instances start, producers first.

@@ -99,7 +99,7 @@ sl_status Task::emit_side(size_t from, uint32_t output, const sl_message* messag
     }
     return SL_OK;
   }
-  return deliver(from, readers, messages, count);
+  return deliver(from, readers, messages, count, payload_bytes(messages, count));
 }
 
 }  // namespace sluice::host

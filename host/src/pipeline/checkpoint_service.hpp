@@ -24,8 +24,9 @@ class CheckpointService {
                                                            std::string member = {});
   // Sets the hooks (for every graph the daemon runs) on the control loop `control`.
   void install(RunnerHooks& hooks, boost::asio::io_context& control);
-  // Prometheus text for /metrics (control thread): checkpoints taken and failed, the last
-  // one's duration and size, its epoch.
+  // Prometheus text for /metrics (control thread), labelled with the pipeline: checkpoints
+  // taken and failed, the last one's duration and size, its epoch, and when the last one
+  // succeeded (kept across reloads, so that an age alert does not fire on a reload).
   [[nodiscard]] std::string metrics() const;
 
  private:
@@ -43,6 +44,8 @@ class CheckpointService {
   // The running graph's. A reload replaces it once the old graph has stopped, which closes
   // the old store and releases the old graph's plugins (the store holds GraphSpec::registry).
   std::unique_ptr<checkpoint::Coordinator> current_;
+  std::string pipeline_;                 // the running graph's name, for the metrics' label
+  int64_t earlier_success_unix_ms_ = 0;  // the last success of an earlier graph (before a reload)
 };
 
 }  // namespace sluice::host

@@ -40,6 +40,26 @@ int32_t object_put_unique(sl_value* obj, const char* key, size_t key_size, sl_va
 int32_t value_compare(sl_value a, sl_value b) noexcept;
 uint64_t value_hash(sl_value v) noexcept;
 
+// A message's size as sluice_node_bytes_in_total / _out_total count it (docs/OPERATIONS.md,
+// "Read metrics"): its value only (not key, headers or timestamp), taken from the block
+// header without a walk: a string's or bytes' length, 8 for an int or a float, 1 for a bool,
+// 0 for null, and 16 (one sl_value) per top-level entry of an array or object, nested
+// payloads not counted. An estimate for structured values, cheap enough for every delivery.
+uint64_t payload_bytes(const sl_message* messages, size_t count) noexcept;
+uint64_t payload_bytes(const sl_value* values, size_t count) noexcept;
+// The same for one value of an inline kind (null, bool, int, float; 0 for the others), and
+// for any value.
+// A table, not compares: this runs once per element in the loops that count bytes.
+inline constexpr uint8_t k_inline_payload_bytes[8] = {0, 1, 8, 8, 0, 0, 0, 0};
+inline uint64_t inline_payload_bytes(int32_t kind) noexcept {
+  return k_inline_payload_bytes[static_cast<uint32_t>(kind) & 7u];
+}
+inline uint64_t payload_bytes(sl_value v) noexcept {
+  if (!sl_value_is_boxed(v)) return inline_payload_bytes(v.kind);
+  const uint64_t size = value_size(v);
+  return v.kind == SL_KIND_ARRAY || v.kind == SL_KIND_OBJECT ? sizeof(sl_value) * size : size;
+}
+
 // Name of a kind for messages ("int", "string", ...).
 std::string_view kind_name(int32_t kind) noexcept;
 

@@ -62,14 +62,25 @@ TEST(NodeGaugesTest, SetReplacesAndNanRemovesOneSeries) {
 
 TEST(NodeGaugesTest, InvalidOrReservedNamesAreRejectedAndNothingIsStored) {
   NodeGauges g;
-  for (const char* bad : {"", "1lag", "lag-ms", "lag ms", "records_total", "latency_bucket",
-                          "x_sum", "x_count", "batch_latency_seconds"}) {
+  for (const char* bad : {"", "1lag", "lag-ms", "lag ms", "messages_in_total", "bytes_out_total",
+                          "latency_bucket", "x_sum", "x_count", "batch_latency_seconds"}) {
     auto error = g.set(bad, "", 1);
     ASSERT_TRUE(error.has_value()) << bad;
     EXPECT_NE(error->find(bad), std::string::npos) << *error;
   }
   EXPECT_TRUE(g.set("lag", "bad label", 1).has_value());
   EXPECT_TRUE(g.snapshot().empty());
+}
+
+// A name ending in "_total" is a counter the plugin keeps (docs/PLUGIN_GUIDE.md): accepted,
+// unless it is one of the host's own families.
+TEST(NodeGaugesTest, APluginCounterEndsInTotal) {
+  NodeGauges g;
+  EXPECT_FALSE(g.set("http_responses_total", "code=200", 3));
+  auto s = g.snapshot();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].name, "http_responses_total");
+  EXPECT_EQ(s[0].labels, R"(code="200")");
 }
 
 }  // namespace

@@ -148,6 +148,7 @@ class OperatorChainTest : public ::testing::Test {
     std::map<std::string, std::vector<std::string>> sinks;
     std::map<std::string, std::pair<uint64_t, uint64_t>> counters;  // id → (in, out)
     std::map<std::string, uint64_t> timed_calls;  // id → batch-latency observations
+    std::map<std::string, std::pair<uint64_t, uint64_t>> bytes;  // id → (bytes in, bytes out)
   };
   Outcome run(const std::string& toml) {
     g_sink.clear();
@@ -163,6 +164,7 @@ class OperatorChainTest : public ::testing::Test {
     if (o.status.is_ok()) o.status = task.run();
     for (const NodeRuntime& n : task.nodes()) {
       o.counters[n.id] = {n.counters->messages_in.load(), n.counters->messages_out.load()};
+      o.bytes[n.id] = {n.counters->bytes_in.load(), n.counters->bytes_out.load()};
       for (const auto& bucket : n.counters->latency_buckets) o.timed_calls[n.id] += bucket.load();
     }
     o.sinks = g_sink;
@@ -189,6 +191,15 @@ TEST_F(OperatorChainTest, ChainedNodesGiveWhatProcessGives) {
   EXPECT_EQ(chained.counters["big"], std::make_pair(uint64_t{50}, uint64_t{48}));
   EXPECT_EQ(chained.counters["last"], std::make_pair(uint64_t{48}, uint64_t{48}));
   EXPECT_EQ(chained.counters["out"].first, 48u);
+  // Payload bytes (value/value.hpp): a chain counts them as process would, without a pass
+  // of its own per operator. 8 per int; "3" .. "50" are 7 + 41 * 2 = 89 bytes of text.
+  EXPECT_EQ(chained.bytes, reference.bytes);
+  EXPECT_EQ(chained.bytes["inc"], std::make_pair(uint64_t{50 * 8}, uint64_t{50 * 8}));
+  EXPECT_EQ(chained.bytes["big"], std::make_pair(uint64_t{50 * 8}, uint64_t{48 * 8}));
+  EXPECT_EQ(chained.bytes["text"], std::make_pair(uint64_t{48 * 8}, uint64_t{89}));
+  EXPECT_EQ(chained.bytes["last"], std::make_pair(uint64_t{89}, uint64_t{89}));
+  EXPECT_EQ(chained.bytes["out"].first, 89u);
+  EXPECT_EQ(chained.bytes["odds"].first, 25u * 8);
   // Every node of the chain has its batch latency sampled, not only the chain's first.
   for (const char* id : {"inc", "big", "text", "nonempty", "last"}) {
     EXPECT_GT(chained.timed_calls[id], 0u) << id;
@@ -247,6 +258,8 @@ TEST_F(OperatorChainTest, BareValuesFromEmitValuesGoStraightIntoAChain) {
   EXPECT_EQ(chained.sinks, reference.sinks);
   EXPECT_EQ(chained.counters, reference.counters);
   EXPECT_EQ(chained.counters["src"].second, 50u);
+  EXPECT_EQ(chained.bytes, reference.bytes);
+  EXPECT_EQ(chained.bytes["last"].second, 89u);
 }
 
 TEST_F(OperatorChainTest, NodesWithMapValuesAreChained) {

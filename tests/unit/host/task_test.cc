@@ -399,6 +399,53 @@ inputs = ["src"]
   EXPECT_EQ(g_log, want);
 }
 
+// Back-pressure is per branch (docs/ARCHITECTURE.md): while `slow` is full, its source
+// `shared` (which also feeds `tap`) is not polled, and `free`, on an unrelated branch, is.
+TEST_F(TaskTest, BackPressureHoldsOnlyTheSourcesUpstreamOfTheFullNode) {
+  GraphSpec spec = load(R"(
+[runtime]
+batch_size = 1
+[sources.shared]
+type = "numbers"
+n = 3
+[sources.free]
+type = "numbers"
+n = 3
+[sinks.slow]
+type = "choke"
+inputs = ["shared"]
+[sinks.tap]
+type = "record_sink"
+inputs = ["shared"]
+[sinks.out]
+type = "record_sink"
+inputs = ["free"]
+)");
+  Task task(spec, TaskOptions{1, 0, 1, &real_clock_});
+  ASSERT_TRUE(test_support::run_to_end(task).is_ok());
+  std::vector<std::string> events;
+  for (const auto& e : g_log) {
+    if (e.rfind("poll", 0) != 0) events.push_back(e);
+  }
+  auto at = [&](const std::string& e) {
+    return std::find(events.begin(), events.end(), e) - events.begin();
+  };
+  // free ran to its end while slow held shared the first time.
+  EXPECT_LT(at("out:2"), at("release")) << testing::PrintToString(events);
+  // shared was held: each of its elements after the first comes after a release.
+  std::vector<std::string> shared;
+  for (const auto& e : events) {
+    if (e.rfind("choke", 0) == 0 || e.rfind("tap:", 0) == 0 || e == "release") shared.push_back(e);
+  }
+  std::vector<std::string> want{"choke:1", "tap:0",   "release", "choke:1",   "tap:1",
+                                "release", "choke:1", "tap:2",   "tap:finish"};
+  if (!shared.empty() && shared.back() == "release") shared.pop_back();  // the last timer
+  EXPECT_EQ(shared, want);
+  // Bytes: 8 per int (value/value.hpp, payload_bytes).
+  EXPECT_EQ(task.nodes()[1].counters->bytes_out.load(), 24u);
+  EXPECT_EQ(task.nodes()[4].counters->bytes_in.load(), 24u);
+}
+
 TEST_F(TaskTest, OnErrorSkipDropsOnlyTheFailingMessageAndCountsIt) {
   GraphSpec spec = load(R"(
 [runtime]
