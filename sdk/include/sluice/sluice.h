@@ -461,7 +461,8 @@ typedef struct sl_host_api {
   /* -- back-pressure (executor thread only) -------------------------------- */
 
   /** A sink (or buffering operator) that cannot take more sets `full` to 1; the
-   *  task then stops polling its sources until every such node sets 0. */
+   *  task then stops polling the sources upstream of it (those feeding it, directly
+   *  or through other nodes; sources of unrelated branches go on) until it sets 0. */
   void (*set_backpressure)(sl_context* ctx, int32_t full);
 
   /* -- named functions (executor thread only) ------------------------------ */
@@ -500,7 +501,8 @@ typedef struct sl_host_api {
    *  sources that feed only that input, so the other inputs can catch up.
    *  Sources that also feed another input of the node keep running (pausing
    *  them could never let the node drain). Clear it with full = 0. Use
-   *  set_backpressure to pause every source. Task thread only. */
+   *  set_backpressure to pause every source upstream of the node. Task thread
+   *  only. */
   void (*set_input_backpressure)(sl_context* ctx, uint32_t input_index, int32_t full);
 
   /** Wait for a file descriptor on the task's own event loop (network
