@@ -185,8 +185,8 @@ class Buffer final : public sdk::Operator {
       "batch is queued and the call returns at once; the queue is drained (emitted in order, "
       "as one batch, with each message's key, headers and event time) on a later turn of the "
       "task's executor, after the current source poll returns. When `n` or more elements are "
-      "queued the node signals back-pressure, which pauses every source of the task until the "
-      "drain; a batch is never split, so the queue can exceed `n` by at most one batch. At "
+      "queued the node signals back-pressure, which pauses the sources upstream of it until "
+      "the drain; a batch is never split, so the queue can exceed `n` by at most one batch. At "
       "end of input what is queued is emitted before the output ends. Checkpoints the queue.";
   static constexpr uint32_t k_flags = SL_NODE_STATEFUL;
   static constexpr std::array k_params{
@@ -253,8 +253,8 @@ class RateLimit final : public sdk::Operator {
       "earlier, else it waits in a queue, and queued elements go out one per interval, in "
       "order (emission time = max(arrival, previous emission + interval), as streamz). "
       "Messages keep their key, headers and event time. The queue is bounded: at "
-      "`max_queued` elements the node signals back-pressure (every source of the task "
-      "pauses) until it is below that again; a batch is never split, so it can exceed the "
+      "`max_queued` elements the node signals back-pressure (the sources upstream of it "
+      "pause) until it is below that again; a batch is never split, so it can exceed the "
       "bound by one batch. At end of input the queued elements are emitted at once, in order "
       "(the output ends with the input, so they cannot wait). Checkpoints the queue and the "
       "earliest time of the next emission.";
@@ -299,7 +299,7 @@ class Delay final : public sdk::Operator {
       "otherwise spaces elements `interval` apart (a rate limit); sluice delays every element "
       "by exactly `interval_ms` (use rate_limit for spacing). Elements due at the same time "
       "go out as one batch. The queue is bounded: at `max_queued` waiting elements the node "
-      "signals back-pressure (every source of the task pauses) until it is below that again. "
+      "signals back-pressure (the sources upstream of it pause) until it is below that again. "
       "At end of input the waiting elements are emitted at once, in order (the output ends "
       "with the input, so they cannot wait). Checkpoints the waiting elements with their "
       "due times.";

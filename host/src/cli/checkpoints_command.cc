@@ -323,7 +323,7 @@ struct FsDirSearch {
 // WorkingDirectory) against /var/lib/sluice, while the same config read from a shell would
 // give ./NAME.checkpoints: so outside systemd both places are candidates, the service's
 // first when the config is the installed one. Only looks (stat): never creates anything.
-FsDirSearch find_fs_dir(const GraphSpec& spec, const std::filesystem::path& config) {
+FsDirSearch find_fs_dir(const GraphSpec& spec, const ConfigPaths& config) {
   std::optional<std::filesystem::path> dir;
   if (auto d = spec.checkpoint.options.get("dir"); d && d->is_string()) {
     dir = std::filesystem::path(std::string(d->as_str()));
@@ -345,7 +345,7 @@ FsDirSearch find_fs_dir(const GraphSpec& spec, const std::filesystem::path& conf
                        : "the default outside systemd, ./<name>.checkpoints"};
     Candidate service{service_state_dir() / (dir ? *dir : std::filesystem::path(spec.name)),
                       "the service's state directory"};
-    if (is_installed_config(config)) {
+    if (std::any_of(config.begin(), config.end(), is_installed_config)) {
       candidates = {service, here};
     } else {
       candidates = {here, service};

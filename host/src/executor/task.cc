@@ -452,17 +452,17 @@ const std::vector<size_t>& Task::upstream_sources(size_t node) {
   NodeRuntime& n = nodes_[node];
   if (n.upstream_sources) return *n.upstream_sources;
   std::vector<size_t> found;
-  if (node < spec_.nodes.size()) {
-    std::vector<bool> seen(spec_.nodes.size(), false);
+  if (node < spec_->nodes.size()) {
+    std::vector<bool> seen(spec_->nodes.size(), false);
     std::vector<size_t> stack{node};
     while (!stack.empty()) {
       const size_t i = stack.back();
       stack.pop_back();
       if (seen[i]) continue;
       seen[i] = true;
-      if (spec_.nodes[i].role == SL_ROLE_SOURCE) found.push_back(i);
-      for (const InputRef& ref : spec_.nodes[i].inputs) {
-        if (auto p = spec_.producer_of(ref)) stack.push_back(*p);
+      if (spec_->nodes[i].role == SL_ROLE_SOURCE) found.push_back(i);
+      for (const InputRef& ref : spec_->nodes[i].inputs) {
+        if (auto p = spec_->producer_of(ref)) stack.push_back(*p);
       }
     }
   } else {
