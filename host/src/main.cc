@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
           ->check(CLI::IsMember({"text", "json"}));
   std::vector<std::filesystem::path> plugin_dirs;
   auto add_dirs = [&](CLI::App* sub) {
-    sub->add_option("--plugin-dir", plugin_dirs, "Also load plugins from DIR (repeatable)");
+    // One DIR per flag: `--plugin-dir DIR CONFIG` must leave CONFIG to the positional.
+    sub->add_option("--plugin-dir", plugin_dirs, "Also load plugins from DIR (repeatable)")
+        ->allow_extra_args(false);
   };
 
   std::string config, tests_file, format = "dot";
@@ -61,7 +63,8 @@ int main(int argc, char** argv) {
     }
     sub->add_option("--config-dir", config_dirs,
                     "Also every *.toml file in DIR, sorted by name, not recursive (repeatable)")
-        ->check(CLI::ExistingDirectory);
+        ->check(CLI::ExistingDirectory)
+        ->allow_extra_args(false);
   };
   // The merged list: the files as given, then the directories.
   auto all_configs = [&] {

@@ -6,7 +6,7 @@ sl_node_type loads and runs."""
 import os
 import unittest
 
-from sluice_it import EXIT_OK, EXIT_RUNTIME, SluiceTestCase, broken, toml_str
+from sluice_it import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, SluiceTestCase, broken, toml_str
 
 
 def source_to_sink(out_path, middle="", source_values="[1, 2, 3]", feed="numbers"):
@@ -79,12 +79,13 @@ class RuntimeFailureTest(SluiceTestCase):
         self.assertExit(r, EXIT_RUNTIME)
         self.stderr_line_with(r, "'out'", "No space left on device")
 
-    def test_sink_cannot_open_its_file(self):
+    def test_sink_that_could_not_open_its_file_is_refused_before_start(self):
+        # run checks the machine before it starts anything (a config error, exit 2).
         out = self.path("no-such-dir", "out.txt")
         cfg = self.write("noent.toml", source_to_sink(out))
         r = self.sluiced("run", cfg)
-        self.assertExit(r, EXIT_RUNTIME)
-        self.stderr_line_with(r, "'out'", "no-such-dir")
+        self.assertExit(r, EXIT_INVALID)
+        self.stderr_line_with(r, "noent.toml:", "'out'", "no-such-dir", "does not exist")
 
     def test_text_format_refuses_a_non_string(self):
         out = self.path("out.txt")
@@ -95,7 +96,7 @@ class RuntimeFailureTest(SluiceTestCase):
         self.assertExit(r, EXIT_RUNTIME)
         self.stderr_line_with(r, "'out'")
 
-    def test_source_file_missing(self):
+    def test_a_missing_source_file_is_refused_before_start(self):
         out = self.path("out.txt")
         cfg = self.write("missing.toml", f"""\
 [sources.lines]
@@ -109,8 +110,10 @@ format = "text"
 path = {toml_str(out)}
 """)
         r = self.sluiced("run", cfg)
-        self.assertExit(r, EXIT_RUNTIME)
-        self.stderr_line_with(r, "'lines'", "missing.txt")
+        self.assertExit(r, EXIT_INVALID)
+        self.stderr_line_with(r, "missing.toml:3:1:", "'lines'", "missing.txt",
+                              "No such file or directory")
+        self.assertFalse(os.path.exists(out), "the sink started")
 
     def test_add_on_a_string_fails_naming_the_node(self):
         out = self.path("out.txt")

@@ -83,7 +83,8 @@ n = 10
         self.assertEqual(self.read(out), "out1\nout2\n", r.describe())
 
     def test_child_killed_by_a_signal(self):
-        r, _ = self.run_process(["sh", "-c", "kill -KILL $$"])
+        # `$$` in a config string is one `$` (docs/CONFIG.md, "Environment variables").
+        r, _ = self.run_process(["sh", "-c", "kill -KILL $$$$"])
         self.assertExit(r, EXIT_RUNTIME)
         self.stderr_line_with(r, "from_process", "killed by signal 9 (SIGKILL)")
 
@@ -101,7 +102,7 @@ n = 10
     def test_sigterm_ends_the_child(self):
         out = self.path("out.txt")
         cfg = self.write("p.toml", to_file(
-            process_source(["sh", "-c", "echo $$; exec sleep 300"]), out))
+            process_source(["sh", "-c", "echo $$$$; exec sleep 300"]), out))
         proc, _, err_path = self.spawn("run", cfg)
         got_pid = wait_for(lambda: os.path.exists(out) and self.read(out).endswith("\n"), 10)
         self.assertTrue(got_pid, f"the child's pid never arrived\n{self.read(err_path)}")
