@@ -125,9 +125,12 @@ class Resolver {
   std::vector<Diagnostic> run() && {
     for (auto&& [key, node] : doc_.root) {
       if (key.str() == "tests") continue;  // injected records and expectations: literal
-      path_.push_back(std::string(key.str()));
+      // A named copy: clang before 16 (the fuzz build's clang 14) refuses a lambda that
+      // captures a structured binding.
+      const std::string name(key.str());
+      path_.push_back(name);
       visit(node, [&](toml::value<std::string>&& replacement) {
-        doc_.root.insert_or_assign(key.str(), std::move(replacement));
+        doc_.root.insert_or_assign(name, std::move(replacement));
       });
       path_.pop_back();
     }
@@ -152,9 +155,10 @@ class Resolver {
       }
       for (auto&& [key, child] : *table) {
         if (is_lua_key(key.str())) continue;  // Lua code: never interpolated
-        path_.push_back(std::string(key.str()));
+        const std::string name(key.str());
+        path_.push_back(name);
         visit(child, [&](toml::value<std::string>&& replacement) {
-          table->insert_or_assign(key.str(), std::move(replacement));
+          table->insert_or_assign(name, std::move(replacement));
         });
         path_.pop_back();
       }
