@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
                      "Check the config only, not this machine (by default files that nodes "
                      "will read must exist and directories they write in must be writable, "
                      "as `run` checks before it starts)");
+  validate->add_flag("--json", json,
+                     "Print the result and every finding (file, line, column, node, key, "
+                     "message) as one JSON object on stdout");
   add_dirs(validate);
   auto* graph = app.add_subcommand("graph", "Print the pipeline graph");
   add_configs(graph, true);
@@ -177,7 +180,7 @@ int main(int argc, char** argv) {
   if (run->parsed()) return host::run_command(all_configs(), plugin_dirs, reset_state, member);
   if (validate->parsed())
     return host::validate_command(all_configs(), plugin_dirs, validate_create,
-                                  !validate_no_environment);
+                                  !validate_no_environment, json);
   if (graph->parsed()) return host::graph_command(all_configs(), format, plugin_dirs);
   if (plugins->parsed()) return host::plugins_command(config, json, plugin_dirs);
   if (test->parsed()) {

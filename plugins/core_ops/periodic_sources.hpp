@@ -119,7 +119,8 @@ class FromProcess final : public sdk::Source {
   static constexpr const char* k_name = "from_process";
   static constexpr const char* k_doc =
       "Runs `command` (an argv array: program, then arguments; no shell, the program is "
-      "looked up in PATH) and emits each line of its standard output as a string without "
+      "looked up in PATH, and `sluiced validate` checks that it is found there) and emits each "
+      "line of its standard output as a string without "
       "the newline (streamz from_process, which emits bytes with it); in a line that is not "
       "valid UTF-8 each ill-formed sequence becomes U+FFFD. Unlike streamz, no "
       "output is lost: everything is read up to end of file, even after the child exited; "

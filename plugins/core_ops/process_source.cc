@@ -9,12 +9,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -51,9 +53,39 @@ std::vector<std::string> argv_of(const Config& cfg) {
   return argv;
 }
 
+bool executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Why posix_spawnp could not run `program` (empty: it could): a name with a '/' is used as
+// given, any other is looked up in PATH (glibc's default when PATH is unset).
+std::string program_problem(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    return executable_file(program) ? std::string() : "not an executable file";
+  }
+  const char* env_path = std::getenv("PATH");
+  const std::string path = env_path != nullptr ? env_path : "/bin:/usr/bin";
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    const size_t end = std::min(path.find(':', begin), path.size());
+    const std::string dir = end == begin ? "." : path.substr(begin, end - begin);
+    if (executable_file(dir + "/" + program)) return {};
+    begin = end + 1;
+  }
+  return "not found on PATH (" + path + ")";
+}
+
 }  // namespace
 
-void FromProcess::validate(const Config& cfg) { static_cast<void>(argv_of(cfg)); }
+void FromProcess::validate(const Config& cfg) {
+  const std::vector<std::string> argv = argv_of(cfg);
+  // Checked with this process's PATH: a service's may differ (systemd's Environment=).
+  if (!cfg.check_environment()) return;
+  if (std::string problem = program_problem(argv[0]); !problem.empty()) {
+    cfg.fail("command", "cannot run '" + argv[0] + "': " + problem + " (start would fail)");
+  }
+}
 
 namespace {
 

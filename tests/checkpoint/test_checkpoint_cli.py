@@ -175,8 +175,13 @@ path = "out.jsonl"
         proc, _, err = self.spawn("run", cfg)
         self.assertTrue(wait_for(lambda: os.path.exists(self.path("out.jsonl")) and
                                  self.read("out.jsonl").count("\n") == 2, 20), self.read(err))
+        # The source keeps its position in checkpoints: changing it drains the graph with a
+        # final checkpoint, which the new graph restores.
+        self.write("p.toml", windows_config(follow=True).replace("poll_interval_ms = 10",
+                                                                  "poll_interval_ms = 20"))
         proc.send_signal(signal.SIGHUP)
         self.assertTrue(self.wait_log(err, "reload: old graph drained"), self.read(err))
+        self.assertIn("node 'lines' keeps checkpointed state and changes", self.read(err))
         self.assertTrue(self.wait_log(err, "restoring checkpoint epoch"), self.read(err))
         with open(self.path("in.txt"), "a") as f:
             f.write("8\n9\n")
@@ -187,6 +192,36 @@ path = "out.jsonl"
         # "7" was held in the window across the reload: no partial flush, no loss.
         self.assertEqual(self.read("out.jsonl").splitlines(),
                          ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]'])
+
+    def test_a_reload_that_changes_no_checkpointed_node_keeps_state_in_place(self):
+        # The same config: every node is kept, with the window's held element, between two
+        # epochs; checkpoints go on, and a restart after it resumes where it stopped.
+        self.write("in.txt", "".join(f"{i}\n" for i in range(1, 8)))
+        cfg = self.write("p.toml", windows_config(follow=True))
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(wait_for(lambda: os.path.exists(self.path("out.jsonl")) and
+                                 self.read("out.jsonl").count("\n") == 2, 20), self.read(err))
+        proc.send_signal(signal.SIGHUP)
+        self.assertTrue(self.wait_log(err, "reload: applied in place (kept 3 of 3 nodes)"),
+                        self.read(err))
+        self.assertNotIn("drained", self.read(err))
+        with open(self.path("in.txt"), "a") as f:
+            f.write("8\n9\n")
+        self.assertTrue(wait_for(lambda: self.read("out.jsonl").count("\n") == 3, 20),
+                        self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, self.read(err))
+        self.assertEqual(self.read("out.jsonl").splitlines(),
+                         ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]'])
+        with open(self.path("in.txt"), "a") as f:
+            f.write("10\n11\n12\n")
+        cfg2 = self.write("p.toml", windows_config(follow=False))
+        r = self.sluiced("run", cfg2)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStderr("restoring checkpoint epoch", r)
+        self.assertEqual(self.read("out.jsonl").splitlines(),
+                         ['["1","2","3"]', '["4","5","6"]', '["7","8","9"]',
+                          '["10","11","12"]'])
 
     def test_checkpoints_lists_epochs_positions_and_sizes(self):
         self.write("in.txt", "a\nb\nc\nd\n")

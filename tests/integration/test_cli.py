@@ -560,6 +560,80 @@ path = {toml_str(sink_path)}
         self.assertIn(f"'{out}' exists and is a directory", r.stderr)
 
 
+    def test_validate_json(self):
+        # One JSON object on stdout: the result and each finding with its place.
+        missing = self.path("no-such-input.txt")
+        text = self.config(missing, self.path("out.txt"))
+        cfg = self.write("p.toml", text)
+        r = self.sluiced("validate", "--json", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertEqual(r.stderr, "")
+        doc = json.loads(r.stdout)
+        self.assertFalse(doc["valid"])
+        self.assertEqual(len(doc["diagnostics"]), 1, doc)
+        d = doc["diagnostics"][0]
+        line, col = line_col(text, "path", 1)
+        self.assertEqual((d["severity"], d["line"], d["column"], d["node"], d["key"]),
+                         ("error", line, col, "lines", "path"))
+        self.assertEqual(os.path.basename(d["file"]), "p.toml")
+        self.assertIn(f"cannot read '{missing}'", d["message"])
+
+        self.write("no-such-input.txt", "a\n")
+        r = self.sluiced("validate", "--json", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(json.loads(r.stdout),
+                         {"valid": True, "config": [cfg], "nodes": 2, "tests": 0,
+                          "created": False, "diagnostics": []})
+
+    def test_a_program_that_cannot_run(self):
+        text = """name = "env"
+[sources.lines]
+type = "from_process"
+command = ["no-such-program-sluice", "--flag"]
+[sinks.out]
+type = "print"
+inputs = ["lines"]
+"""
+        cfg = self.write("p.toml", text)
+        line, col = line_col(text, "command", 1)
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertIn(f"p.toml:{line}:{col}: error: node 'lines': key 'command': cannot run "
+                      "'no-such-program-sluice': not found on PATH", r.stderr)
+        self.assertExit(self.sluiced("validate", "--no-environment", cfg), EXIT_OK)
+        # A path: the file must be executable.
+        script = self.write("tool.sh", "#!/bin/sh\necho hi\n")
+        text = text.replace('"no-such-program-sluice"', toml_str(script))
+        cfg = self.write("p.toml", text)
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertIn(f"cannot run '{script}': not an executable file", r.stderr)
+        os.chmod(script, 0o755)
+        self.assertExit(self.sluiced("validate", cfg), EXIT_OK)
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(r.stdout, "hi\n")
+
+    def test_a_checkpoint_directory_that_cannot_be_made(self):
+        self.write("in.txt", "a\n")
+        blocker = self.write("blocker", "a file, not a directory")
+        text = self.config(self.path("in.txt"), self.path("out.txt")) + f"""
+[checkpoint]
+store = "fs"
+dir = {toml_str(os.path.join(blocker, "cp"))}
+"""
+        cfg = self.write("p.toml", text)
+        line, col = line_col(text, toml_str(os.path.join(blocker, "cp")))
+        r = self.sluiced("validate", cfg)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertIn(f"p.toml:{line}:{col}: error: key 'checkpoint.dir': cannot create "
+                      f"'{os.path.join(blocker, 'cp')}': '{blocker}' is not a directory",
+                      r.stderr)
+        self.assertExit(self.sluiced("validate", "--no-environment", cfg), EXIT_OK)
+        cfg = self.write("p.toml", text.replace(os.path.join(blocker, "cp"), self.path("cp", "x")))
+        self.assertExit(self.sluiced("validate", cfg), EXIT_OK)
+
+
 class GraphTest(SluiceTestCase):
     def setUp(self):
         super().setUp()
@@ -673,6 +747,23 @@ class PluginsTest(SluiceTestCase):
         names = {p["name"]: p["file"] for p in json.loads(r.stdout)["plugins"]}
         self.assertIn("core_ops", names)
         self.assertTrue(names.get("sinks", "").startswith(extra), r.describe())
+
+    def test_with_config_plugin_dirs_from_a_variable(self):
+        # plugin_dirs interpolated as run reads them; an unset variable is an error.
+        extra = self.mkdir("conf/extra")
+        shutil.copy2(plugin_file(PLUGIN_DIR, "sinks"), extra)
+        text = 'plugin_dirs = ["${EXTRA_PLUGINS}"]\n'
+        cfg = self.write("conf/p.toml", text)
+        r = self.sluiced("plugins", "--json", "--config", cfg,
+                         env=self.env(plugin_path=self.only_core_ops_dir(), EXTRA_PLUGINS=extra))
+        self.assertExit(r, EXIT_OK)
+        names = {p["name"]: p["file"] for p in json.loads(r.stdout)["plugins"]}
+        self.assertTrue(names.get("sinks", "").startswith(extra), r.describe())
+        r = self.sluiced("plugins", "--config", cfg, env=self.env(plugin_path=self.only_core_ops_dir()))
+        self.assertExit(r, EXIT_INVALID)
+        line, col = line_col(text, '"${EXTRA_PLUGINS}"')
+        self.assertIn(f"p.toml:{line}:{col}: error:", r.stderr)
+        self.assertIn("environment variable 'EXTRA_PLUGINS' is not set", r.stderr)
 
     def only_core_ops_dir(self):
         d = self.mkdir("core-only")

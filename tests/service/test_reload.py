@@ -2,10 +2,11 @@
 old graph keeps running. Valid: RELOADING=1, then a live reload: the nodes whose config and
 inputs did not change keep running (their files and connections with them), the replaced
 nodes finish (flushed) and the new ones start; READY=1 again. A new node that cannot be
-created rejects the reload and nothing changes; one that cannot start brings the previous
-config back."""
+created rejects the reload and nothing changes; one that cannot start puts the previous graph
+back in place (a drained graph: the previous config starts again)."""
 
 import http.client as httpclient
+import json
 import os
 import re
 import signal
@@ -40,11 +41,11 @@ def lines(path):
 
 
 class ReloadBase(SluiceTestCase):
-    def start(self, text):
+    def start(self, text, *options):
         sock = NotifySocket(self.path("notify.sock"))
         self.addCleanup(sock.close)
         cfg = self.write("p.toml", text)
-        proc, _, err = self.spawn("run", cfg, env=self.env(NOTIFY_SOCKET=sock.path))
+        proc, _, err = self.spawn(*options, "run", cfg, env=self.env(NOTIFY_SOCKET=sock.path))
         sock.wait("READY", "1")
         return proc, err, sock, cfg
 
@@ -124,6 +125,22 @@ class ReloadTest(ReloadBase):
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
 
+    def test_a_rejected_reload_logs_its_findings_with_their_node(self):
+        # As `run` logs config errors: records with a level and the node as a field.
+        out_a = self.path("a.txt")
+        proc, err, sock, cfg = self.start(config("a", out_a), "--log-format", "json")
+        self.write("p.toml", config("a", out_a).replace("interval_ms", "interval_msec"))
+        proc.send_signal(signal.SIGHUP)
+        sock.wait("READY", "1", count=2)
+        records = [json.loads(line) for line in read_text(err).splitlines()]
+        found = [r for r in records if "interval_msec" in r["message"]]
+        self.assertEqual(len(found), 1, read_text(err))
+        self.assertEqual(found[0]["level"], "error")
+        self.assertEqual(found[0]["node"], "ticks")
+        self.assertIn("p.toml:", found[0]["message"])
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
 
 LISTENING = re.compile(r"from_http_server: listening on 127\.0\.0\.1:(\d+)")
 
@@ -196,6 +213,71 @@ class LiveReloadTest(ReloadBase):
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
         self.assertEqual(lines(out), [f'"{w}"' for w in want])
+
+    def checkpointed(self, out, function):
+        # Epochs every 20 ms: a reload often arrives while one runs, and waits for its end.
+        return http_pipeline(function, out, f"""
+[checkpoint]
+interval_ms = 20
+dir = {toml_str(self.path("cp"))}
+""")
+
+    def test_a_checkpointed_pipeline_changes_in_place_between_epochs(self):
+        out = self.path("out.txt")
+        proc, err, sock, cfg = self.start(self.checkpointed(out, "upper"))
+        base = admin_url(err)
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err)[0], timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, [f"before {i}" for i in range(5)])
+        self.assertTrue(wait_for(lambda: len(lines(out)) >= 5, 10), read_text(err))
+        epochs = sample(parse_prometheus(http("GET", base + "/metrics")[2]),
+                        "sluice_checkpoint_last_epoch")
+
+        # The map keeps nothing in checkpoints: it changes in place; the source and the
+        # file sink (whose state and transaction are in every epoch) keep running.
+        self.write("p.toml", self.checkpointed(out, "lower"))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reloaded at", ready[1][1].get("STATUS", ""))
+        self.assertIn("kept 2 of 3 nodes", read_text(err))
+        self.post_all(conn, [f"AFTER {i}" for i in range(5)])
+        want = [f'"BEFORE {i}"' for i in range(5)] + [f'"after {i}"' for i in range(5)]
+        self.assertTrue(wait_for(lambda: lines(out) == want, 10),
+                        f"{lines(out)}\n{read_text(err)}")
+        self.assertEqual(len(self.ports(err)), 1, read_text(err))
+        # Checkpoints go on after the reload.
+        self.assertTrue(wait_for(lambda: sample(parse_prometheus(
+            http("GET", base + "/metrics")[2]), "sluice_checkpoint_last_epoch") > epochs + 5,
+            10), read_text(err))
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+        self.assertEqual(lines(out), want)
+
+    def test_a_checkpointed_node_that_changes_drains_the_graph(self):
+        out, other = self.path("out.txt"), self.path("other.txt")
+        proc, err, sock, cfg = self.start(self.checkpointed(out, "upper"))
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err)[0], timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["one"])
+        self.assertTrue(wait_for(lambda: lines(out) == ['"ONE"'], 10), read_text(err))
+
+        # The file sink's path changes: its state moves through the checkpoint store.
+        self.write("p.toml", self.checkpointed(other, "upper"))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reloaded at", ready[1][1].get("STATUS", ""))
+        log = read_text(err)
+        self.assertIn("node 'out' keeps checkpointed state and changes", log)
+        self.assertIn("reload: old graph drained", log)
+        port = self.ports(err, 2)[-1]
+        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["two"])
+        self.assertTrue(wait_for(lambda: lines(other) == ['"TWO"'], 10), read_text(err))
+        self.assertEqual(lines(out), ['"ONE"'])
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
 
     def test_a_kept_node_keeps_its_pending_timer_when_it_moves(self):
         # src -> delay -> out; the reload adds a source and a sink, which moves the kept delay
@@ -323,28 +405,163 @@ path = {toml_str(self.path("audit.txt"))}
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
 
-    def test_a_node_that_cannot_start_brings_the_previous_config_back(self):
-        out = self.path("out.txt")
-        proc, err, sock, cfg = self.start(http_pipeline("upper", out, "append = true"))
-        base = admin_url(err)
-        # A port that is taken: a second HTTP source cannot listen on it (known only at start).
+    def taken_port(self):
+        """A port another process listens on: an HTTP source cannot listen there, which is
+        known only when it starts."""
         taken = socket.socket()
         self.addCleanup(taken.close)
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
-        extra = f"""append = true
+        return taken.getsockname()[1]
+
+    def second_source(self, port, out):
+        return f"""
 [sources.second]
 type = "from_http_server"
-port = {taken.getsockname()[1]}
+port = {port}
 [sinks.second_out]
 type = "sink_to_textfile"
 inputs = ["second"]
-path = {toml_str(self.path("second.txt"))}
+path = {toml_str(out)}
 """
-        self.write("p.toml", http_pipeline("upper", out, extra))
+
+    def check_rolled_back(self, proc, err, sock, conn, out, want,
+                          failure="node 'second' (from_http_server): start failed"):
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reload failed", ready[1][1].get("STATUS", ""))
+        self.assertIn(failure, read_text(err))
+        self.assertIn("the previous graph is back in place", read_text(err))
+        self.assertIsNone(proc.poll(), "sluiced exited after a reload that failed to start")
+
+        # The previous graph runs on in place: the same keep-alive connection to the kept
+        # source, which did not listen again, the re-created operator of the previous config
+        # (upper), and the kept sink's file, not truncated.
+        self.post_all(conn, ["three"])
+        self.assertTrue(wait_for(lambda: lines(out) == want, 10),
+                        f"{lines(out)}\n{read_text(err)}")
+        self.assertEqual(len(self.ports(err)), 1, read_text(err))
+        base = admin_url(err)
+        self.assertEqual(http("GET", base + "/readyz")[0], 200)
+        m = parse_prometheus(http("GET", base + "/metrics")[2])
+        self.assertEqual(sample(m, "sluice_reloads_total", result="rejected"), 1)
+        self.assertEqual(sample(m, "sluice_reloads_total", result="applied"), 0)
+        self.assertEqual(sample(m, "sluice_graph_generation"), 1)
+
+    def test_a_node_that_cannot_start_puts_the_previous_graph_back_in_place(self):
+        out = self.path("out.txt")
+        proc, err, sock, cfg = self.start(http_pipeline("upper", out))
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err)[0], timeout=10)
+        self.addCleanup(conn.close)
+        self.post_all(conn, ["one", "two"])
+        self.assertTrue(wait_for(lambda: len(lines(out)) == 2, 10), read_text(err))
+
+        # The operator changes and a second HTTP source comes, on a taken port.
+        self.write("p.toml", http_pipeline(
+            "lower", out, self.second_source(self.taken_port(), self.path("second.txt"))))
+        self.assertExit(self.sluiced("validate", cfg), EXIT_OK)
+        proc.send_signal(signal.SIGHUP)
+        self.check_rolled_back(proc, err, sock, conn, out, ['"ONE"', '"TWO"', '"THREE"'])
+
+        # A config that can start applies afterwards.
+        self.write("p.toml", http_pipeline("lower", out))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=3)
+        self.assertIn("reloaded at", ready[2][1].get("STATUS", ""))
+        self.post_all(conn, ["FOUR"])
+        self.assertTrue(wait_for(lambda: lines(out)[-1:] == ['"four"'], 10), read_text(err))
+
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+    def test_with_two_tasks_the_task_that_started_follows_the_rollback(self):
+        # A new node whose start fails on task 0 only: task 1 commits the new graph, then
+        # returns to the previous one too. `idle` runs on every task and never ends (the
+        # built-in sources run on task 0 only, and a task whose nodes have ended cannot
+        # change in place: it would drain).
+        blocker = self.write("start-blocker", "")
+
+        def two_tasks(function, late=""):
+            return f"""
+name = "wide"
+plugin_dirs = [{toml_str(SERVICE_PLUGIN_DIR)}]
+[admin]
+port = 0
+[runtime]
+tasks = 2
+[sources.idle]
+type = "idle"
+[operators.shape]
+type = "map"
+inputs = ["idle"]
+function = {toml_str(function)}
+[sinks.out]
+type = "print"
+inputs = ["shape"]
+{late}"""
+
+        late = f"""
+[operators.late]
+type = "gate"
+inputs = ["idle"]
+blocker = ""
+start_blocker = {toml_str(blocker)}
+start_task = 0
+[sinks.late_out]
+type = "print"
+inputs = ["late"]
+"""
+        proc, err, sock, cfg = self.start(two_tasks("upper"))
+        base = admin_url(err)
+        self.write("p.toml", two_tasks("lower", late))
         proc.send_signal(signal.SIGHUP)
         ready = sock.wait("READY", "1", count=2)
         self.assertIn("reload failed", ready[1][1].get("STATUS", ""))
+        log = read_text(err)
+        self.assertIn("node 'late' (gate): start failed", log)
+        self.assertIn("the previous graph is back in place", log)
+        self.assertIn("task 0: live reload rolled back in place", log)
+        # Task 1 started the new graph (idle and out kept; shape, late, late_out started),
+        # then went back to the previous one (the previous shape started again).
+        self.assertIn("task 1: live reload: kept 2 node(s), retired 1, started 3", log)
+        self.assertIn("task 1: live reload: kept 2 node(s), retired 3, started 1", log)
+        self.assertIsNone(proc.poll())
+        self.assertEqual(http("GET", base + "/readyz")[0], 200)
+        m = parse_prometheus(http("GET", base + "/metrics")[2])
+        self.assertEqual(sample(m, "sluice_reloads_total", result="rejected"), 1)
+        self.assertEqual(sample(m, "sluice_graph_generation"), 1)
+
+        # Without the blocker the same config applies on both tasks.
+        os.unlink(blocker)
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=3)
+        self.assertIn("reloaded at", ready[2][1].get("STATUS", ""))
+        self.assertIn("task 0: live reload: kept 2 node(s), retired 1, started 3",
+                      read_text(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
+
+    def test_a_drained_graph_that_cannot_start_brings_the_previous_config_back(self):
+        # A graph that cannot change in place (a finite source has ended) drains; when the new
+        # graph then fails to start, the previous config starts again from scratch.
+        out, seeds = self.path("out.txt"), self.path("seeds.txt")
+        extra = f"""append = true
+[sources.seed]
+type = "from_iterable"
+values = [1, 2]
+[sinks.seeds]
+type = "sink_to_textfile"
+inputs = ["seed"]
+path = {toml_str(seeds)}
+"""
+        proc, err, sock, cfg = self.start(http_pipeline("upper", out, extra))
+        base = admin_url(err)
+        self.assertTrue(wait_for(lambda: lines(seeds) == ["1", "2"], 10), read_text(err))
+        self.write("p.toml", http_pipeline(
+            "upper", out, extra + self.second_source(self.taken_port(), self.path("2.txt"))))
+        proc.send_signal(signal.SIGHUP)
+        ready = sock.wait("READY", "1", count=2)
+        self.assertIn("reload failed", ready[1][1].get("STATUS", ""))
+        self.assertIn("reload: old graph drained", read_text(err))
         self.assertIn("starting the previous config again", read_text(err))
         self.assertIsNone(proc.poll(), "sluiced exited after a reload that failed to start")
 
@@ -361,7 +578,6 @@ path = {toml_str(self.path("second.txt"))}
 
         proc.send_signal(signal.SIGTERM)
         self.assertEqual(proc.wait(30), EXIT_OK, read_text(err))
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -31,8 +31,9 @@ int run_command(const ConfigPaths& config, const PluginDirs& dirs,
 // `sluiced validate`: the config against its plugins, and with `environment` against this
 // machine as `run` checks it (files to read, directories to write in); with `create`, also
 // every node of every task created and destroyed as `run` would, without starting it.
+// `json`: the findings and the result as one JSON object on stdout.
 int validate_command(const ConfigPaths& config, const PluginDirs& dirs, bool create,
-                     bool environment);
+                     bool environment, bool json);
 
 // `sluiced graph`: the validated graph as Graphviz dot or JSON (`format`).
 int graph_command(const ConfigPaths& config, const std::string& format, const PluginDirs& dirs);

@@ -14,11 +14,6 @@ namespace sluice::host {
 // Prints each finding's one-line form to stderr.
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics);
 
-// Logs each finding's one-line form at level error or warn (with its node as a field,
-// common/log_fields.hpp): what the service does, so that journald gets the priority and
-// `--log-format json` a JSON line.
-void log_diagnostics(const std::vector<Diagnostic>& diagnostics);
-
 enum class ReportTo {
   stderr_lines,  // the tools (validate, graph, ...): plain lines
   log,           // the service (run): log records

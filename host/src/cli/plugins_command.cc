@@ -3,6 +3,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/load_and_report.hpp"
 #include "config/config_loader.hpp"
+#include "config/config_values.hpp"
 #include "executor/host_api.hpp"
 #include "registry/plugin_loader.hpp"
 #include "registry/plugin_registry.hpp"
@@ -146,6 +147,11 @@ int plugins_command(const std::filesystem::path& config, bool json, const Plugin
     auto parsed = parse_config_file(config);
     print_diagnostics(parsed.diagnostics);
     if (!parsed.ok() || parsed.has_errors()) return k_exit_invalid;
+    // As run would read it: plugin_dirs may name a variable (${PLUGINS}).
+    const std::vector<Diagnostic> resolved =
+        resolve_config_values(*parsed.value, process_environment());
+    print_diagnostics(resolved);
+    if (!resolved.empty()) return k_exit_invalid;
     auto from_config = config_plugin_dirs(*parsed.value);
     print_diagnostics(from_config.diagnostics);
     if (!from_config.ok() || from_config.has_errors()) return k_exit_invalid;

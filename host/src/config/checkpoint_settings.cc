@@ -5,11 +5,37 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 
 namespace sluice::host::config_detail {
+namespace {
+
+// Why the fs store could not make or use `dir` at start (empty: it could): it must be a
+// writable directory, or its nearest existing ancestor must be one.
+std::string directory_problem(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::path at = dir;
+  while (!std::filesystem::exists(at, ec)) {
+    if (!at.has_relative_path() || at.parent_path() == at) return {};
+    at = at.has_parent_path() ? at.parent_path() : std::filesystem::path(".");
+  }
+  const std::string what = at == dir
+                               ? fmt::format("'{}'", dir.string())
+                               : fmt::format("cannot create '{}': '{}'", dir.string(), at.string());
+  if (!std::filesystem::is_directory(at, ec)) return what + " is not a directory";
+  if (::access(at.c_str(), W_OK | X_OK) != 0) {
+    return fmt::format("{} is not writable: {}", what, std::strerror(errno));
+  }
+  return {};
+}
+
+}  // namespace
 
 void Validator::check_checkpoint(const toml::node& node) {
   const auto* table = node.as_table();
@@ -94,6 +120,12 @@ void Validator::check_checkpoint(const toml::node& node) {
               pos(v.source()), "", full_key,
               fmt::format("'{}' must not contain '..' (give the directory itself)", dir.string()));
           continue;
+        }
+        if (options_.environment) {
+          if (std::string problem = directory_problem(dir); !problem.empty()) {
+            error(pos(v.source()), "", full_key, problem + " (start would fail)");
+            continue;
+          }
         }
       }
       options.emplace_back(key, std::move(*value));

@@ -1,8 +1,10 @@
 #include "config/diagnostic.hpp"
 
+#include "common/log_fields.hpp"
 #include "config/detail/suggest.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -65,6 +67,17 @@ std::string Diagnostic::to_string() const {
   if (!key.empty()) out += fmt::format("key '{}': ", config_detail::shorten_name(key));
   out += message.size() > k_max_word_length ? shorten_long_words(message) : message;
   return out;
+}
+
+void log_diagnostics(const std::vector<Diagnostic>& diagnostics) {
+  for (const auto& d : diagnostics) {
+    const auto level = d.severity == Severity::error ? spdlog::level::err : spdlog::level::warn;
+    if (d.node_id.empty()) {
+      spdlog::log(level, "{}", d.to_string());
+    } else {
+      log_with(level, {{"node", d.node_id}}, "{}", d.to_string());
+    }
+  }
 }
 
 }  // namespace sluice::host

@@ -25,6 +25,11 @@ struct Diagnostic {
   [[nodiscard]] std::string to_string() const;
 };
 
+// Logs each finding's one-line form at level error or warn, with its node as a field
+// (common/log_fields.hpp): what the service does (run, a reload), so that journald gets the
+// priority and `--log-format json` a JSON line with "node".
+void log_diagnostics(const std::vector<Diagnostic>& diagnostics);
+
 // A result that carries findings even when it succeeds (warnings). `value` is
 // empty exactly when at least one finding is an error.
 template <class T>

@@ -40,7 +40,8 @@ Daemon::Daemon(LoadedPipeline pipeline, DaemonOptions options)
       pipeline_(std::make_unique<LoadedPipeline>(std::move(pipeline))),
       signals_(control_, SIGINT, SIGTERM, SIGHUP),
       deadline_(control_),
-      watchdog_(control_) {
+      watchdog_(control_),
+      live_retry_(control_) {
   facts_.state = "starting";
 }
 
@@ -178,6 +179,8 @@ void Daemon::begin_stop() {
   stopping_ = true;
   facts_.state = "stopping";
   next_.reset();
+  pending_live_.reset();
+  live_retry_.cancel();
   notifier_.stopping(fmt::format("stopping '{}': draining", pipeline_->spec.name));
   if (runner_) runner_->request_stop();
   arm_deadline("graceful stop");
@@ -199,7 +202,7 @@ void Daemon::reload() {
     spdlog::warn("SIGHUP ignored: the daemon is stopping");
     return;
   }
-  if (reloading_) {
+  if (reloading_ || pending_live_) {
     spdlog::warn("SIGHUP ignored: a reload is already in progress");
     return;
   }
@@ -225,13 +228,44 @@ void Daemon::reload() {
   }
   std::string why_not;
   if (auto plan = plan_live_reload(pipeline_->spec, candidate.pipeline->spec, &why_not)) {
-    if (live_reload(candidate.pipeline, plan->kept_from,
-                    fmt::format("kept {} of {} nodes", plan->kept, plan->kept_from.size()))) {
-      return;
-    }
-    why_not = "the graph cannot change in place now (logged above)";
+    try_live_reload(PendingLiveReload{std::move(candidate.pipeline), std::move(*plan),
+                                      std::chrono::steady_clock::now() + k_live_reload_patience});
+    return;
   }
   drain_for_reload(std::move(candidate.pipeline), why_not);
+}
+
+void Daemon::try_live_reload(PendingLiveReload pending) {
+  const LiveReloadPlan& plan = pending.plan;
+  const std::string summary = fmt::format("kept {} of {} nodes", plan.kept, plan.kept_from.size());
+  switch (live_reload(pending.next, plan.kept_from, summary)) {
+    case LiveReloadOutcome::done: return;
+    case LiveReloadOutcome::impossible:
+      drain_for_reload(std::move(pending.next),
+                       "the graph cannot change in place now (logged above)");
+      return;
+    case LiveReloadOutcome::busy: break;
+  }
+  if (std::chrono::steady_clock::now() >= pending.give_up) {
+    drain_for_reload(std::move(pending.next), "a checkpoint epoch did not end in time");
+    return;
+  }
+  // A checkpoint epoch runs: the graph goes on meanwhile (/readyz stays 200), and the
+  // reload runs between this epoch and the next.
+  pending_live_ = std::move(pending);
+  live_retry_.expires_after(std::chrono::milliseconds(10));
+  live_retry_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !pending_live_) return;
+    PendingLiveReload again = std::move(*pending_live_);
+    pending_live_.reset();
+    if (stopping_) return;
+    if (!runner_ || runner_->finished()) {
+      spdlog::warn("reload: no graph is running; nothing to replace");
+      notifier_.ready(running_status());
+      return;
+    }
+    try_live_reload(std::move(again));
+  });
 }
 
 void Daemon::drain_for_reload(std::unique_ptr<LoadedPipeline> next, const std::string& why) {
@@ -246,31 +280,46 @@ void Daemon::drain_for_reload(std::unique_ptr<LoadedPipeline> next, const std::s
   arm_deadline("draining the old graph for a reload");
 }
 
-bool Daemon::live_reload(std::unique_ptr<LoadedPipeline>& next,
-                         const std::vector<std::optional<size_t>>& kept_from,
-                         const std::string& summary) {
+Daemon::LiveReloadOutcome Daemon::live_reload(std::unique_ptr<LoadedPipeline>& next,
+                                              const std::vector<std::optional<size_t>>& kept_from,
+                                              const std::string& summary) {
   // The new instances are created while the old graph runs on: one that cannot be created
   // rejects the reload and nothing changed.
-  bool live_impossible = false;
-  if (Status st = runner_->prepare_reconfigure(next->spec, kept_from, live_impossible);
-      !st.is_ok()) {
-    if (live_impossible) {
+  using Refusal = PipelineRunner::LiveRefusal;
+  Refusal refusal = Refusal::none;
+  if (Status st = runner_->prepare_reconfigure(next->spec, kept_from, refusal); !st.is_ok()) {
+    if (refusal == Refusal::busy) return LiveReloadOutcome::busy;
+    if (refusal == Refusal::impossible) {
       spdlog::info("reload: not in place: {}", st.message());
-      return false;
+      return LiveReloadOutcome::impossible;
     }
     ++facts_.reloads_rejected;
     last_reload_ = fmt::format("reload rejected at {}: {}", clock_time(), st.message());
     spdlog::error("reload rejected: {}; the running graph continues unchanged", st.message());
     notifier_.ready(running_status());
-    return true;
+    return LiveReloadOutcome::done;
   }
   previous_ = std::move(pipeline_);
   pipeline_ = std::move(next);
   ++facts_.generation;
-  if (Status st = runner_->commit_reconfigure(pipeline_->spec); !st.is_ok()) {
+  bool rolled_back = false;
+  if (Status st = runner_->commit_reconfigure(pipeline_->spec, rolled_back); !st.is_ok()) {
+    if (rolled_back) {
+      // A new node could not start: every task runs the previous graph again, whose kept
+      // nodes never stopped. The new graph stays alive with the runner, as a replaced one
+      // does (what its instances left behind may point into it).
+      superseded_.push_back(std::move(pipeline_));
+      pipeline_ = std::move(previous_);
+      --facts_.generation;
+      ++facts_.reloads_rejected;
+      last_reload_ = fmt::format("reload failed at {}: {}", clock_time(), st.message());
+      spdlog::error("reload failed: {}; the previous graph is back in place", st.message());
+      notifier_.ready(running_status());
+      return LiveReloadOutcome::done;
+    }
     // The failed task ends the graph; on_graph_finished starts previous_ again.
     spdlog::error("reload: the new graph failed to start: {}", st.message());
-    return true;
+    return LiveReloadOutcome::done;
   }
   superseded_.push_back(std::move(previous_));
   ++facts_.reloads_ok;
@@ -278,7 +327,7 @@ bool Daemon::live_reload(std::unique_ptr<LoadedPipeline>& next,
   spdlog::info("reload: applied in place ({}); pipeline '{}' running", summary,
                pipeline_->spec.name);
   notifier_.ready(running_status());
-  return true;
+  return LiveReloadOutcome::done;
 }
 
 void Daemon::restore_previous(const Status& failure) {

@@ -6,15 +6,16 @@
 // Lifecycle: start graph -> READY=1 -> [SIGHUP: RELOADING=1, validate; invalid -> keep
 // running; valid -> a live reload (the nodes that did not change keep running: the new
 // ones are created, the replaced ones finish, the new ones start) or, when the graph
-// cannot change in place, drain the old graph and start the new one; READY=1. A new graph
-// that fails to start gives way to the previous one again] -> SIGTERM: STOPPING=1, drain,
-// exit.
+// cannot change in place, drain the old graph and start the new one; READY=1. A new node
+// that fails to start puts the previous graph back in place (a drained graph: the previous
+// config starts again)] -> SIGTERM: STOPPING=1, drain, exit.
 #pragma once
 
 #include "admin/admin_endpoint.hpp"
 #include "admin/metrics.hpp"
 #include "daemon/systemd_notify.hpp"
 #include "executor/clock.hpp"
+#include "pipeline/live_reload.hpp"
 #include "pipeline/pipeline_loader.hpp"
 #include "pipeline/pipeline_runner.hpp"
 
@@ -22,6 +23,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -64,10 +66,26 @@ class Daemon {
   void on_graph_finished(Status status);
   void on_signal(const boost::system::error_code& ec, int signo);
   void reload();
-  // Replaces the running graph in place with `next` (pipeline/live_reload.hpp). False when
-  // it cannot change in place after all (a node has ended): `next` is left to the caller.
-  bool live_reload(std::unique_ptr<LoadedPipeline>& next,
-                   const std::vector<std::optional<size_t>>& kept_from, const std::string& summary);
+  // A validated config whose plan allows a live reload, until it runs.
+  struct PendingLiveReload {
+    std::unique_ptr<LoadedPipeline> next;
+    LiveReloadPlan plan;
+    std::chrono::steady_clock::time_point give_up;  // then drained instead
+  };
+  // How long a live reload waits for checkpoint epochs to let it in (each takes ms).
+  static constexpr std::chrono::seconds k_live_reload_patience{5};
+  // live_reload, tried again every 10 ms while a checkpoint epoch runs (until give_up:
+  // then, or when it cannot change in place, the graph is drained instead).
+  void try_live_reload(PendingLiveReload pending);
+  enum class LiveReloadOutcome {
+    done,        // applied, rejected (a create failed) or rolled back: logged, READY=1 sent
+    busy,        // a checkpoint epoch runs: nothing happened, `next` is left to the caller
+    impossible,  // it cannot change in place after all (a node has ended): the same
+  };
+  // Replaces the running graph in place with `next` (pipeline/live_reload.hpp).
+  LiveReloadOutcome live_reload(std::unique_ptr<LoadedPipeline>& next,
+                                const std::vector<std::optional<size_t>>& kept_from,
+                                const std::string& summary);
   // Drains the running graph, then starts `next` (on_graph_finished).
   void drain_for_reload(std::unique_ptr<LoadedPipeline> next, const std::string& why);
   // A reload's new graph failed before it ran: start the previous one again.
@@ -98,6 +116,8 @@ class Daemon {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer deadline_;
   boost::asio::steady_timer watchdog_;
+  boost::asio::steady_timer live_retry_;
+  std::optional<PendingLiveReload> pending_live_;
   std::string last_reload_;  // appended to STATUS=: the last reload's outcome
   DaemonFacts facts_;
   Status outcome_;

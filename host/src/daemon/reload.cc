@@ -19,10 +19,7 @@ ReloadCandidate prepare_reload(const std::vector<std::filesystem::path>& config,
   }
   // As `sluiced validate` would, the machine included: the new graph starts right away.
   auto loaded = load_pipeline(config, plugin_dirs, ValidateOptions{.environment = true});
-  for (const Diagnostic& d : loaded.diagnostics) {
-    spdlog::log(d.severity == Severity::error ? spdlog::level::err : spdlog::level::warn, "{}",
-                d.to_string());
-  }
+  log_diagnostics(loaded.diagnostics);
   if (!loaded.ok() || loaded.has_errors()) {
     out.rejected = "the new config is invalid (the errors are logged above)";
     return out;

@@ -76,17 +76,16 @@ Task::~Task() {
   abort_reconfigure();       // new instances a live reload prepared and never committed
   io_watches_.cancel_all();  // release the plugins' descriptors before they close them
   abort_nodes();
-  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-    NodeRuntime& n = nodes_[*it];
-    if (n.created && n.vt->destroy) {
-      try {
-        n.vt->destroy(n.self);
-      } catch (...) {
-        spdlog::error("node '{}' ({}): destroy let an exception escape", n.id, n.type);
-      }
-    }
-    n.created = false;
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) destroy_node(*it);
+}
+
+void Task::destroy_node(size_t index) {
+  NodeRuntime& n = nodes_[index];
+  if (n.created && n.vt->destroy &&
+      call_guarded(index, [&] { return (n.vt->destroy(n.self), SL_OK); }) != SL_OK) {
+    spdlog::error("node '{}' ({}): destroy let an exception escape: {}", n.id, n.type, n.error);
   }
+  n.created = false;
 }
 
 Status Task::replace_with_injector(std::string_view id) {
@@ -159,8 +158,13 @@ void Task::fail(size_t node, const char* what, sl_status status) {
   NodeRuntime& n = nodes_[node];
   n.counters->errors.fetch_add(1, std::memory_order_relaxed);
   std::string message = n.error.empty() ? "(no message)" : n.error;
-  failure_ = Status(status, fmt::format("node '{}' ({}): {} failed: {}: {}", n.id, n.type, what,
-                                        sl_status_name(status), message));
+  abandon(Status(status, fmt::format("node '{}' ({}): {} failed: {}: {}", n.id, n.type, what,
+                                     sl_status_name(status), message)));
+}
+
+void Task::abandon(Status why) {
+  if (failure_) return;
+  failure_ = std::move(why);
   accepting_posts_ = false;
   guard_.reset();
   io_.stop();

@@ -286,19 +286,26 @@ class Task final : public EpochParticipant {
   // inputs: pipeline/live_reload.hpp), or nullopt for a new instance.
   // prepare creates the new instances, not wired: the running graph goes on, and a failure
   // (returned, naming the node; the task does not fail) destroys what it created and leaves
-  // everything as it was. Refused while a checkpoint epoch runs, while draining, after a
-  // failure, or once a node has ended.
+  // everything as it was. Refused (reconfigure_blocker) while a checkpoint epoch runs
+  // (SL_UNAVAILABLE: try again), and while draining, after a failure, once a node has ended
+  // (SL_FAILED_PRECONDITION).
   // commit then finishes the nodes that are not kept, in topological order and through the
   // old wiring (what they still hold reaches their readers), destroys them, rewires the
-  // task for `next` and starts the new instances. A failure there fails the task.
+  // task for `next` and starts the new instances. A new instance that cannot start puts the
+  // previous graph back in place: the new instances go, the replaced nodes are created
+  // again (fresh) from the previous spec, the kept ones run on; `rolled_back` is set and
+  // the status says why. Any other failure (finish, or the rollback itself) fails the task.
   // abort (instead of commit) destroys what prepare created.
   // `next` must outlive the task, and so must the spec it replaces (its kept nodes were
   // created from it and may hold its strings).
   Status prepare_reconfigure(const GraphSpec& next, std::vector<std::optional<size_t>> kept_from);
-  // Why prepare_reconfigure would refuse now (empty: it would not).
-  [[nodiscard]] std::string reconfigure_blocker() const;
-  Status commit_reconfigure();
+  // Why prepare_reconfigure would refuse now (OK: it would not), with the codes above.
+  [[nodiscard]] Status reconfigure_blocker() const;
+  Status commit_reconfigure(bool& rolled_back);
   void abort_reconfigure();  // also run by ~Task: a task that ended in between
+  // Fails the task with `why` (task thread): the runner's way out of a live reload that
+  // could not be undone on another task.
+  void abandon(Status why);
 
   // -- the host API's view (task thread) ------------------------------------
   sl_status emit(size_t node, const sl_message* messages, size_t count);
@@ -381,9 +388,24 @@ class Task final : public EpochParticipant {
   // What create() hands node `n` of `spec`.
   [[nodiscard]] sl_node_init node_init(NodeRuntime& n, const GraphSpec& spec) const;
   void wire();
+  // destroy() of a created node (an escaped exception is logged); it is no longer created.
+  void destroy_node(size_t index);
   // Live reload: a node whose instance is gone (its context stays valid: plugin threads
   // and queued posts may still hold it; ctx->node is k_retired).
   void retire_context(NodeRuntime& n);
+  // Live reload: creates, past the end of the table, an instance of every node of `spec`
+  // that keeps none (fresh_at: its index, by node of `spec`). On failure (returned, naming
+  // the node) what it created is still there: drop_instances_from removes it.
+  Status create_instances(const GraphSpec& spec,
+                          const std::vector<std::optional<size_t>>& kept_from,
+                          std::vector<size_t>& fresh_at);
+  void drop_instances_from(size_t first);  // destroys and retires nodes_[first...]
+  // Makes nodes_[from[j]] node j of `spec`; the nodes not named must be destroyed already
+  // (their contexts retire). Then rewires the task and recounts back-pressure.
+  void install_table(const GraphSpec& spec, const std::vector<size_t>& from);
+  Status roll_back_reconfigure(const GraphSpec& previous,
+                               const std::vector<std::optional<size_t>>& kept_from, Status why);
+  void resume_after_reconfigure();  // polls, timers and watchers after a table change
 
   // Declared first, destroyed last: the nodes' destroy callbacks, and the release callbacks
   // of values they made, are plugin code, which this keeps loaded.

@@ -2,6 +2,8 @@
 
 #include "registry/plugin_registry.hpp"
 
+#include <fmt/format.h>
+
 namespace sluice::host {
 
 namespace {
@@ -23,6 +25,22 @@ bool same_code(const sl_node_type& a, const sl_node_type& b) {
          a.poll == b.poll && a.finish == b.finish;
 }
 
+// A node whose state or transaction is in every checkpoint epoch: a stateful node with a
+// snapshot, a sink that prepares and commits, a keyed node. Replacing one in place would
+// lose what the last checkpoint recorded for it (or its open transaction).
+bool in_checkpoints(const sl_node_type& t) {
+  return ((t.flags & SL_NODE_STATEFUL) != 0 && t.snapshot != nullptr) ||
+         t.checkpoint_prepare != nullptr || t.checkpoint_commit != nullptr ||
+         t.checkpoint_abort != nullptr || t.checkpoint_recover != nullptr ||
+         t.restore_group != nullptr || t.drop_group != nullptr;
+}
+
+bool same_checkpointing(const CheckpointSettings& a, const CheckpointSettings& b) {
+  if (a.enabled != b.enabled) return false;
+  return !a.enabled || (a.store == b.store && a.interval_ms == b.interval_ms && a.keep == b.keep &&
+                        a.member == b.member && a.options == b.options);
+}
+
 bool keeps(const NodeSpec& running, const NodeSpec& next) {
   return running.type == next.type && running.role == next.role &&
          running.on_error == next.on_error && running.generated_by == next.generated_by &&
@@ -38,8 +56,8 @@ std::optional<LiveReloadPlan> plan_live_reload(const GraphSpec& running, const G
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
   };
-  if (running.checkpoint.enabled || next.checkpoint.enabled) {
-    return no("the pipeline checkpoints (its state moves through the checkpoint store)");
+  if (!same_checkpointing(running.checkpoint, next.checkpoint)) {
+    return no("[checkpoint] changed");
   }
   if (running.name != next.name) return no("the pipeline's name changed");
   if (running.runtime.tasks != next.runtime.tasks) return no("[runtime] tasks changed");
@@ -62,6 +80,26 @@ std::optional<LiveReloadPlan> plan_live_reload(const GraphSpec& running, const G
   }
   for (size_t i = 0; i < running.nodes.size(); ++i) {
     if (!kept[i]) plan.retired.push_back(running.nodes[i].id);
+  }
+  if (next.checkpoint.enabled) {
+    // What checkpoints record must stay with its instance: the nodes that change are those
+    // that keep nothing in a checkpoint.
+    for (size_t i = 0; i < running.nodes.size(); ++i) {
+      if (!kept[i] && in_checkpoints(running.nodes[i].info->vtable)) {
+        return no(
+            fmt::format("node '{}' keeps checkpointed state and changes (its state moves "
+                        "through the checkpoint store)",
+                        running.nodes[i].id));
+      }
+    }
+    for (size_t j = 0; j < next.nodes.size(); ++j) {
+      if (!plan.kept_from[j] && in_checkpoints(next.nodes[j].info->vtable)) {
+        return no(
+            fmt::format("the new node '{}' keeps checkpointed state (it starts from the "
+                        "checkpoint store)",
+                        next.nodes[j].id));
+      }
+    }
   }
   return plan;
 }

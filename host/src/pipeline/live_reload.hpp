@@ -24,9 +24,11 @@ struct LiveReloadPlan {
 
 // The plan for replacing `running` with `next` in place, or nullopt with the reason in
 // *why_not when the whole graph must be drained and restarted instead: the pipeline's
-// name or [runtime] tasks / batch_size changed (every task would change), or either graph
-// checkpoints (its state moves through the checkpoint store on a reload: a final
-// checkpoint, then a restore).
+// name, [runtime] tasks / batch_size or [checkpoint] changed (every task would change), or,
+// in a pipeline that checkpoints, a node that is replaced, removed or added keeps state or
+// a transaction in checkpoints (its state moves through the checkpoint store on a reload:
+// a final checkpoint, then a restore). Nodes that keep nothing in checkpoints (maps,
+// filters, an HTTP source, a sink that writes synchronously) change in place there too.
 [[nodiscard]] std::optional<LiveReloadPlan> plan_live_reload(const GraphSpec& running,
                                                              const GraphSpec& next,
                                                              std::string* why_not);

@@ -5,8 +5,19 @@
 #include <spdlog/spdlog.h>
 
 #include <future>
+#include <numeric>
 
 namespace sluice::host {
+namespace {
+
+Status first_failure(std::vector<Status> results) {
+  for (Status& st : results) {
+    if (!st.is_ok()) return std::move(st);
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 PipelineRunner::PipelineRunner(const GraphSpec& spec, boost::asio::io_context& control,
                                const Clock& clock, RunnerHooks hooks)
@@ -143,40 +154,57 @@ Status PipelineRunner::set_source_paused(std::string_view id, bool paused) {
   return Status::ok();
 }
 
-Status PipelineRunner::on_every_task(const std::function<Status(Task&)>& fn) {
+std::vector<Status> PipelineRunner::on_tasks(const std::vector<size_t>& which,
+                                             const std::function<Status(Task&, size_t)>& fn) {
   std::vector<std::future<Status>> answers;
-  for (auto& task : tasks_) {
+  for (size_t index : which) {
     auto promise = std::make_shared<std::promise<Status>>();
     answers.push_back(promise->get_future());
-    Task* t = task.get();
-    if (!t->post_host([t, &fn, promise] { promise->set_value(fn(*t)); })) {
+    Task* t = tasks_[index].get();
+    if (!t->post_host([t, index, &fn, promise] { promise->set_value(fn(*t, index)); })) {
       promise->set_value(Status(SL_FAILED_PRECONDITION, "a task has finished"));
     }
   }
   // Every answer is awaited, also after a failure: fn is borrowed by the posted handlers.
-  Status first = Status::ok();
-  for (auto& answer : answers) {
-    Status st = answer.get();
-    if (!st.is_ok() && first.is_ok()) first = std::move(st);
-  }
-  return first;
+  std::vector<Status> results;
+  results.reserve(answers.size());
+  for (auto& answer : answers) results.push_back(answer.get());
+  return results;
+}
+
+std::vector<size_t> PipelineRunner::every_task() const {
+  std::vector<size_t> all(tasks_.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  return all;
+}
+
+Status PipelineRunner::on_every_task(const std::function<Status(Task&)>& fn) {
+  return first_failure(on_tasks(every_task(), [&fn](Task& t, size_t) { return fn(t); }));
 }
 
 Status PipelineRunner::prepare_reconfigure(const GraphSpec& next,
                                            const std::vector<std::optional<size_t>>& kept_from,
-                                           bool& live_impossible) {
-  live_impossible = false;
+                                           LiveRefusal& refusal) {
+  refusal = LiveRefusal::none;
   if (!running() || stopping_) {
-    live_impossible = true;
+    refusal = LiveRefusal::impossible;
     return Status(SL_FAILED_PRECONDITION, "the graph is not running");
   }
-  Status blocked = on_every_task([](Task& t) {
-    std::string why = t.reconfigure_blocker();
-    return why.empty() ? Status::ok() : Status(SL_FAILED_PRECONDITION, std::move(why));
-  });
-  if (!blocked.is_ok()) {
-    live_impossible = true;
-    return blocked;
+  // Asked of every task before any creates: a create may have effects (a file opened), and
+  // a task that refuses would undo the others' work.
+  const std::vector<Status> blocked =
+      on_tasks(every_task(), [](Task& t, size_t) { return t.reconfigure_blocker(); });
+  for (const Status& st : blocked) {
+    if (!st.is_ok() && st.code() != SL_UNAVAILABLE) {
+      refusal = LiveRefusal::impossible;
+      return st;
+    }
+  }
+  for (const Status& st : blocked) {
+    if (!st.is_ok()) {
+      refusal = LiveRefusal::busy;
+      return st;
+    }
   }
   Status st = on_every_task([&](Task& t) { return t.prepare_reconfigure(next, kept_from); });
   kept_from_ = kept_from;
@@ -190,16 +218,81 @@ Status PipelineRunner::prepare_reconfigure(const GraphSpec& next,
   return st;
 }
 
-Status PipelineRunner::commit_reconfigure(const GraphSpec& next) {
-  Status st = on_every_task([](Task& t) { return t.commit_reconfigure(); });
-  spec_ = &next;
-  // Operator pauses go with the sources a reload kept; a new instance is not paused.
-  for (auto it = paused_.begin(); it != paused_.end();) {
-    auto index = next.index_of(*it);
-    it = index && kept_from_[*index] ? std::next(it) : paused_.erase(it);
+Status PipelineRunner::commit_reconfigure(const GraphSpec& next, bool& rolled_back) {
+  rolled_back = false;
+  const GraphSpec& previous = *spec_;
+  std::vector<char> task_rolled_back(tasks_.size(), 0);  // char: each task writes its own
+  const std::vector<Status> results = on_tasks(every_task(), [&](Task& t, size_t index) {
+    bool back = false;
+    Status st = t.commit_reconfigure(back);
+    task_rolled_back[index] = back ? 1 : 0;
+    return st;
+  });
+  Status why = Status::ok();
+  std::vector<size_t> committed;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].is_ok()) {
+      committed.push_back(i);
+    } else if (!task_rolled_back[i]) {
+      // A failed task ends the graph as any failure does.
+      spec_ = &next;
+      kept_from_.clear();
+      return results[i];
+    } else if (why.is_ok()) {
+      why = results[i];
+    }
+  }
+  if (why.is_ok()) {
+    spec_ = &next;
+    forget_pauses_of_new_instances(next, kept_from_);
+    kept_from_.clear();
+    return Status::ok();
+  }
+
+  // A task could not start a new instance and put the previous graph back: the tasks that
+  // committed follow it, by a live reload back to the previous graph. If that fails too,
+  // the tasks would run different graphs: all of them end (the daemon then starts the
+  // previous config afresh).
+  std::vector<std::optional<size_t>> kept_back(previous.nodes.size());
+  for (size_t j = 0; j < kept_from_.size(); ++j) {
+    if (kept_from_[j]) kept_back[*kept_from_[j]] = j;
   }
   kept_from_.clear();
-  return st;
+  Status back = first_failure(on_tasks(
+      committed, [&](Task& t, size_t) { return t.prepare_reconfigure(previous, kept_back); }));
+  if (back.is_ok()) {
+    back = first_failure(on_tasks(committed, [](Task& t, size_t) {
+      bool again = false;
+      return t.commit_reconfigure(again);
+    }));
+  } else {
+    (void)on_tasks(committed, [](Task& t, size_t) {
+      t.abort_reconfigure();
+      return Status::ok();
+    });
+  }
+  if (!back.is_ok()) {
+    Status failed(back.code(), fmt::format("{}; the other tasks could not return to the "
+                                           "previous graph: {}",
+                                           why.message(), back.message()));
+    (void)on_tasks(every_task(), [&failed](Task& t, size_t) {
+      t.abandon(failed);
+      return Status::ok();
+    });
+    return failed;
+  }
+  forget_pauses_of_new_instances(previous, kept_back);
+  rolled_back = true;
+  return why;
+}
+
+void PipelineRunner::forget_pauses_of_new_instances(
+    const GraphSpec& now, const std::vector<std::optional<size_t>>& kept_from) {
+  // Operator pauses go with the sources a reload kept; a new instance is not paused.
+  for (auto it = paused_.begin(); it != paused_.end();) {
+    auto index = now.index_of(*it);
+    it = index && kept_from[*index] ? std::next(it) : paused_.erase(it);
+  }
 }
 
 void PipelineRunner::join() {

@@ -89,14 +89,22 @@ class PipelineRunner {
   // then (commit) retires the nodes not kept and starts the new ones. Each blocks the
   // control thread until every task answered, so that nothing reads the tasks' node tables
   // while they change. A failed prepare has undone itself on every task; after a commit the
-  // runner runs `next`, which must outlive it, as must the spec it replaced. A failed
-  // commit fails its task, which ends the graph as any failure does.
-  // `live_impossible` is set when no task failed a create but the graph cannot change in
-  // place now (Task::reconfigure_blocker: a node has ended, ...): drain and restart instead.
+  // runner runs `next`, which must outlive it, as must the spec it replaced. When a task
+  // cannot start a new instance it puts the previous graph back in place, and the tasks
+  // that had committed follow it: `rolled_back` is set, the status says why, and the
+  // runner runs the previous graph again (its kept nodes never stopped). Any other commit
+  // failure fails its task, which ends the graph as any failure does.
+  // `refusal` says why when no task failed a create but the graph cannot change in place
+  // now (Task::reconfigure_blocker).
+  enum class LiveRefusal {
+    none,
+    busy,        // a checkpoint epoch runs: try again once it ended
+    impossible,  // a node has ended, the graph stops, ...: drain and restart instead
+  };
   Status prepare_reconfigure(const GraphSpec& next,
                              const std::vector<std::optional<size_t>>& kept_from,
-                             bool& live_impossible);
-  Status commit_reconfigure(const GraphSpec& next);
+                             LiveRefusal& refusal);
+  Status commit_reconfigure(const GraphSpec& next, bool& rolled_back);
 
   // Joins the task threads (after on_finished).
   void join();
@@ -109,8 +117,16 @@ class PipelineRunner {
   };
 
   void on_task_started();
-  // Runs `fn` on every task's thread and waits for all (control thread): the first failure.
+  // Runs `fn` on the threads of the tasks `which` (indexes) and waits for all (control
+  // thread): their answers, in that order.
+  std::vector<Status> on_tasks(const std::vector<size_t>& which,
+                               const std::function<Status(Task&, size_t)>& fn);
+  [[nodiscard]] std::vector<size_t> every_task() const;  // 0 ... task count - 1
+  // The same on every task: the first failure.
   Status on_every_task(const std::function<Status(Task&)>& fn);
+  // Drops the operator pauses of sources that are new instances in `now`.
+  void forget_pauses_of_new_instances(const GraphSpec& now,
+                                      const std::vector<std::optional<size_t>>& kept_from);
   void on_task_finished(uint32_t index, Status status);
 
   const GraphSpec* spec_;  // a live reload replaces it

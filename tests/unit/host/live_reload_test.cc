@@ -138,8 +138,42 @@ TEST_F(LiveReloadPlanTest, DrainsWhenTheGraphCannotChangeInPlace) {
   LoadedPipeline checkpointed =
       load("d", "identity", "", "[checkpoint]\ndir = \"" + (dir_ / "ckpt").string() + "\"\n");
   EXPECT_FALSE(plan_live_reload(running.spec, checkpointed.spec, &why));
-  EXPECT_NE(why.find("checkpoints"), std::string::npos) << why;
-  EXPECT_FALSE(plan_live_reload(checkpointed.spec, checkpointed.spec, &why));
+  EXPECT_EQ(why, "[checkpoint] changed");
+  EXPECT_FALSE(plan_live_reload(checkpointed.spec, running.spec, &why));
+  LoadedPipeline other_interval =
+      load("e", "identity", "",
+           "[checkpoint]\ninterval_ms = 50\ndir = \"" + (dir_ / "ckpt").string() + "\"\n");
+  EXPECT_FALSE(plan_live_reload(checkpointed.spec, other_interval.spec, &why));
+  EXPECT_EQ(why, "[checkpoint] changed");
+}
+
+TEST_F(LiveReloadPlanTest, WithCheckpointsOnlyNodesThatKeepNothingInThemChangeInPlace) {
+  const std::string top = "[checkpoint]\ndir = \"" + (dir_ / "ckpt").string() + "\"\n";
+  LoadedPipeline running = load("a", "identity", "", top);
+  std::string why;
+  // The map keeps nothing in checkpoints: the source and the file sink stay.
+  LoadedPipeline map_changed = load("b", "not_null", "", top);
+  auto plan = plan_live_reload(running.spec, map_changed.spec, &why);
+  ASSERT_TRUE(plan) << why;
+  EXPECT_EQ(plan->kept, 2u);
+  EXPECT_FALSE(kept_from(*plan, map_changed.spec, "shape"));
+
+  // The file sink's state and transaction are in every epoch: changing it drains.
+  LoadedPipeline sink_changed = load("c", "identity", "append = true\n", top);
+  EXPECT_FALSE(plan_live_reload(running.spec, sink_changed.spec, &why));
+  EXPECT_NE(why.find("node 'out' keeps checkpointed state and changes"), std::string::npos) << why;
+
+  // A new stateful node would start from the checkpoint store.
+  LoadedPipeline added = load("d", "identity",
+                              "[operators.win]\ntype = \"sliding_window\"\ninputs = "
+                              "[\"ticks\"]\nn = 2\n[sinks.shown]\ntype = \"print\"\ninputs = "
+                              "[\"win\"]\n",
+                              top);
+  EXPECT_FALSE(plan_live_reload(running.spec, added.spec, &why));
+  EXPECT_NE(why.find("the new node 'win' keeps checkpointed state"), std::string::npos) << why;
+  // ... and removing it again drops state the checkpoints hold.
+  EXPECT_FALSE(plan_live_reload(added.spec, running.spec, &why));
+  EXPECT_NE(why.find("node 'win' keeps checkpointed state and changes"), std::string::npos) << why;
 }
 
 }  // namespace
