@@ -160,8 +160,8 @@ void objects_destroy(void* self) { delete static_cast<int64_t*>(self); }
 sl_status objects_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* state) {
   auto& next = *static_cast<int64_t*>(self);
   const int64_t end = std::min<int64_t>(g_objects_n, next + budget);
-  const sl_status st = host()->emit_values(ctx, g_objects.data() + next,
-                                           static_cast<size_t>(end - next));
+  const sl_status st =
+      host()->emit_values(ctx, g_objects.data() + next, static_cast<size_t>(end - next));
   next = end;
   *state = next < g_objects_n ? SL_SOURCE_MORE : SL_SOURCE_DONE;
   return st;
@@ -958,10 +958,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::Finalize();
     std::printf("\n%-16s %14s %14s %10s %14s %10s\n", "pipeline", "sluice elem/s", "loop elem/s",
                 "loop/sluice", "floor elem/s", "loop/floor");
-    for (const char* p :
-         {"chain3", "map10", "window10_sum", "window10_lua", "wordcount", "keyed_wordcount",
-          "lua_even", "lua_even_lua_path", "lua_arith", "lua_arith_lua_path", "lua_field",
-          "lua_field_lua_path"}) {
+    for (const char* p : {"chain3", "map10", "window10_sum", "window10_lua", "wordcount",
+                          "keyed_wordcount", "lua_even", "lua_even_lua_path", "lua_arith",
+                          "lua_arith_lua_path", "lua_field", "lua_field_lua_path"}) {
       std::string base = p;
       if (base.ends_with("_lua_path")) base.resize(base.size() - 9);
       base = base == "window10_lua"      ? "window10_sum"
