@@ -18,9 +18,11 @@ namespace {
 
 // What the expression form puts before the user's expression (on its first
 // line, so line numbers stay those of the file) and after it.
+// The host passes the argument count first (expression_form in CallFrame):
+// no call of select('#', ...) per element.
 constexpr std::string_view k_expression_prefix =
-    "return function(...) local acc, x if select('#', ...) == 2 then acc, x = ... else x = ... "
-    "end return ";
+    "return function(sluice_argc_, ...) local acc, x if sluice_argc_ == 2 then acc, x = ... "
+    "else x = ... end return ";
 constexpr std::string_view k_expression_suffix = "\nend";
 constexpr std::string_view k_function_prefix = "return ";
 // Lines of padding put before the code are capped (a config is never this long).
@@ -226,15 +228,17 @@ struct CallFrame {
   const sl_value* argv;
   uint32_t argc;
   int ref;
+  bool expression_form;  // the wrapper takes the argument count first
 };
 
 // Protected: converts the arguments, calls the function, leaves its results.
 int call_function(lua_State* L) {
   const auto* frame = static_cast<const CallFrame*>(lua_touserdata(L, 1));
-  luaL_checkstack(L, static_cast<int>(frame->argc) + 2, "too many arguments");
+  luaL_checkstack(L, static_cast<int>(frame->argc) + 3, "too many arguments");
   lua_rawgeti(L, LUA_REGISTRYINDEX, frame->ref);
+  if (frame->expression_form) lua_pushinteger(L, frame->argc);
   for (uint32_t i = 0; i < frame->argc; ++i) push_value(L, frame->argv[i]);
-  lua_call(L, static_cast<int>(frame->argc), LUA_MULTRET);
+  lua_call(L, static_cast<int>(frame->argc) + (frame->expression_form ? 1 : 0), LUA_MULTRET);
   return lua_gettop(L) - 1;
 }
 
@@ -246,6 +250,7 @@ struct BatchFrame {
   sl_value* out;
   const std::vector<uint8_t>* todo;  // elements to call (null: all)
   int ref;
+  bool expression_form;  // the wrapper takes the argument count first
   LuaRuntime* runtime;
   const std::string* where;
   size_t at = 0;  // the element being called
@@ -281,8 +286,9 @@ int call_batch_function(lua_State* L) {
     if (frame->todo != nullptr && (*frame->todo)[frame->at] == 0) continue;
     frame->runtime->begin_element();
     lua_pushvalue(L, 2);
+    if (frame->expression_form) lua_pushinteger(L, 1);
     push_value(L, frame->in[frame->at]);
-    lua_call(L, 1, 1);
+    lua_call(L, frame->expression_form ? 2 : 1, 1);
     const bool stored = store_result(L, *frame);
     lua_settop(L, 2);
     if (!stored) return 0;
@@ -354,6 +360,7 @@ Result<std::unique_ptr<LuaFunction>> LuaFunction::compile(LuaRuntime& runtime,
                                                   fmt::format("{}:{}", source.file, source.line)));
   // Lua compiled the code, so the native compiler sees valid Lua only.
   const Classified kind = classify(source.code);
+  fn->expression_form_ = kind.form == LuaForm::expression;
   if (!allow_native) {
     fn->native_reason_ = "the fast path is off for this function";
   } else if (!fast_path_enabled()) {
@@ -425,7 +432,7 @@ Status LuaFunction::call_lua_batch(const sl_value* in, size_t count, sl_value* o
   lua_State* L = *state;
   if (!lua_checkstack(L, 4)) return Status(SL_RESOURCE_EXHAUSTED, "Lua: stack overflow");
   const int base = lua_gettop(L);
-  BatchFrame frame{in, count, out, todo, ref_, &runtime_, &where_, 0, Status()};
+  BatchFrame frame{in, count, out, todo, ref_, expression_form_, &runtime_, &where_, 0, Status()};
   lua_pushcfunction(L, call_batch_function);
   lua_pushlightuserdata(L, &frame);
   Status status = runtime_.pcall(1);
@@ -445,7 +452,7 @@ Result<Value> LuaFunction::call_lua(const sl_value* argv, uint32_t argc) {
   }
   if (!lua_checkstack(L, 4)) return Status(SL_RESOURCE_EXHAUSTED, "Lua: stack overflow");
   const int base = lua_gettop(L);
-  CallFrame frame{argv, argc, ref_};
+  CallFrame frame{argv, argc, ref_, expression_form_};
   lua_pushcfunction(L, call_function);
   lua_pushlightuserdata(L, &frame);
   Status status = runtime_.pcall(1);

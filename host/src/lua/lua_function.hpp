@@ -125,6 +125,7 @@ class LuaFunction {
   LuaRuntime& runtime_;
   int ref_;  // in the registry
   std::string where_;
+  bool expression_form_ = false;  // called with the argument count first (lua_function.cc)
   std::optional<NativeExpression> native_;
   std::string native_reason_;
   uint64_t native_calls_ = 0;

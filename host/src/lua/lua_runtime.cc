@@ -452,9 +452,8 @@ int LuaRuntime::sandbox_load(lua_State* L) {
 void LuaRuntime::push_function_env(lua_State* L) {
   // The shared globals are copied in (a few dozen references: the base
   // functions and the library views), so a global read is one table lookup,
-  // as fast as before the libraries became views, and `select` (which the
-  // expression form calls on every element) is found at once. A name the
-  // function assigns nil falls back to the shared value through __index.
+  // as fast as before the libraries became views. A name the function
+  // assigns nil falls back to the shared value through __index.
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_createtable(L, 0, 48);
   lua_pushnil(L);
