@@ -20,7 +20,8 @@
 // decode + restore, the path a member takes when it restores a checkpoint.
 //
 // Issue 20, Lua functions (lua/...): `filter lua = "x % 2 == 0"` and `map lua = "x * 3 + 1"`
-// over the ints, `filter lua = "x.amount > 50"` over --objects=N precomputed objects
+// over the ints, `filter lua = "x.amount > 50"` over --objects=N (default: --n, at most 1 M)
+// precomputed objects
 // {"amount": i % 100, "user": "u<i % 1000>"}, each beside its hand-written loop, and each also
 // with the fast path off (SLUICE_LUA_FAST_PATH=0: the Lua bridge itself); window10_lua is the
 // sum over a sliding window written as a Lua loop (never on the fast path).
@@ -137,10 +138,11 @@ sl_status source_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* sta
 }
 
 // --- bench_objects: emits the first n of g_objects (borrowed) ---------------------------------
-int64_t g_objects_n = 1'000'000;
+int64_t g_objects_n = -1;         // --objects; default: --n, at most 1,000,000
 std::vector<sl_value> g_objects;  // {"amount": i % 100, "user": "u<i % 1000>"} (owned here)
 
 void make_objects() {
+  if (g_objects_n < 0) g_objects_n = std::min<int64_t>(g_n, 1'000'000);
   for (int64_t i = 0; i < g_objects_n; ++i) {
     const std::string user = "u" + std::to_string(i % 1000);
     const sl_str keys[] = {{"amount", 6}, {"user", 4}};
