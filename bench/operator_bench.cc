@@ -19,12 +19,12 @@
 // task's node (Task::restore_states: the node's restore callback). The iteration's time is
 // decode + restore, the path a member takes when it restores a checkpoint.
 //
-// Issue 20, Lua functions (lua/...): `filter lua = "x % 2 == 0"` and `map lua = "x * 3 + 1"`
-// over the ints, `filter lua = "x.amount > 50"` over --objects=N (default: --n, at most 1 M)
-// precomputed objects
-// {"amount": i % 100, "user": "u<i % 1000>"}, each beside its hand-written loop, and each also
-// with the fast path off (SLUICE_LUA_FAST_PATH=0: the Lua bridge itself); window10_lua is the
-// sum over a sliding window written as a Lua loop (never on the fast path).
+// Issue 20, Lua functions (lua_*): `filter lua = "x % 2 == 0"` and `map lua = "x * 3 + 1"`
+// over the ints, `filter lua = "x.amount > 50"` over --objects=N precomputed objects
+// {"amount": i % 100, "user": "u<i % 1000>"} (default N: --n, at most 1 M), each beside its
+// hand-written loop, and each also with the fast path off (*_lua_path, SLUICE_LUA_FAST_PATH=0:
+// the Lua bridge itself); window10_lua is the sum over a sliding window written as a Lua loop
+// (never on the fast path).
 //
 // Issue 13, `[runtime] tasks` (keyed/...): 2,000,000 words keyed by word, spread over 8
 // partitions by a hash of the word, as Kafka's producer places keyed records; task i of T
