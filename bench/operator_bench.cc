@@ -19,6 +19,13 @@
 // task's node (Task::restore_states: the node's restore callback). The iteration's time is
 // decode + restore, the path a member takes when it restores a checkpoint.
 //
+// Issue 20, Lua functions (lua_*): `filter lua = "x % 2 == 0"` and `map lua = "x * 3 + 1"`
+// over the ints, `filter lua = "x.amount > 50"` over --objects=N precomputed objects
+// {"amount": i % 100, "user": "u<i % 1000>"} (default N: --n, at most 1 M), each beside its
+// hand-written loop, and each also with the fast path off (*_lua_path, SLUICE_LUA_FAST_PATH=0:
+// the Lua bridge itself); window10_lua is the sum over a sliding window written as a Lua loop
+// (never on the fast path).
+//
 // Issue 13, `[runtime] tasks` (keyed/...): 2,000,000 words keyed by word, spread over 8
 // partitions by a hash of the word, as Kafka's producer places keyed records; task i of T
 // emits the partitions p with p % T == i, each message with key_group p + 1 (what from_kafka
@@ -127,6 +134,38 @@ sl_status source_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* sta
   }
   s->next = end;
   *state = s->next < s->n ? SL_SOURCE_MORE : SL_SOURCE_DONE;
+  return st;
+}
+
+// --- bench_objects: emits the first n of g_objects (borrowed) ---------------------------------
+int64_t g_objects_n = -1;         // --objects; default: --n, at most 1,000,000
+std::vector<sl_value> g_objects;  // {"amount": i % 100, "user": "u<i % 1000>"} (owned here)
+
+void make_objects() {
+  if (g_objects_n < 0) g_objects_n = std::min<int64_t>(g_n, 1'000'000);
+  for (int64_t i = 0; i < g_objects_n; ++i) {
+    const std::string user = "u" + std::to_string(i % 1000);
+    const sl_str keys[] = {{"amount", 6}, {"user", 4}};
+    const sl_value user_value = host()->string_create(user.data(), user.size());
+    const sl_value values[] = {sl_int(i % 100), user_value};
+    g_objects.push_back(host()->object_create(keys, values, 2));
+    host()->value_release(user_value);
+  }
+}
+
+sl_status objects_create(const sl_node_init* init, void** self) {
+  *self = new int64_t(0);
+  (void)init;
+  return SL_OK;
+}
+void objects_destroy(void* self) { delete static_cast<int64_t*>(self); }
+sl_status objects_poll(void* self, sl_context* ctx, uint32_t budget, int32_t* state) {
+  auto& next = *static_cast<int64_t*>(self);
+  const int64_t end = std::min<int64_t>(g_objects_n, next + budget);
+  const sl_status st =
+      host()->emit_values(ctx, g_objects.data() + next, static_cast<size_t>(end - next));
+  next = end;
+  *state = next < g_objects_n ? SL_SOURCE_MORE : SL_SOURCE_DONE;
   return st;
 }
 
@@ -281,7 +320,14 @@ void load_engine() {
     t.poll = keys_poll;
     return t;
   }();
-  static const sl_node_type* types[] = {&ints, &lines, &sink, &words, &keys};
+  static sl_node_type objects = [] {
+    sl_node_type t = bare_node_type(SL_ROLE_SOURCE, "bench_objects");
+    t.create = objects_create;
+    t.destroy = objects_destroy;
+    t.poll = objects_poll;
+    return t;
+  }();
+  static const sl_node_type* types[] = {&ints, &lines, &sink, &words, &keys, &objects};
   static sl_plugin plugin = test_support::in_process_plugin("bench_nodes", types);
   g_engine = bench::make_engine(plugin);
   if (Status fs = checkpoint::register_builtin_stores(*g_engine->registry); !fs.is_ok()) {
@@ -299,9 +345,14 @@ struct Pipeline {
   int operators;
   bool lines;
   std::string ops_toml;
+  bool objects = false;  // from bench_objects (g_objects_n elements)
 };
 
 std::string header(const Pipeline& p) {
+  if (p.objects) {
+    return "[runtime]\nbatch_size = " + std::to_string(g_batch) +
+           "\n[sources.src]\ntype = \"bench_objects\"\n";
+  }
   return "[runtime]\nbatch_size = " + std::to_string(g_batch) + "\n[sources.src]\ntype = \"" +
          (p.lines ? "bench_lines" : "bench_ints") +
          "\"\nn = " + std::to_string(p.lines ? g_lines : g_n) + "\n";
@@ -311,7 +362,7 @@ std::string header(const Pipeline& p) {
 void run_sluice(benchmark::State& state, const Pipeline& p) {
   const GraphSpec spec =
       load(header(p) + p.ops_toml + "[sinks.out]\ntype = \"bench_sink\"\ninputs = [\"last\"]\n");
-  int64_t elements = p.lines ? g_lines * k_words_per_line : g_n;
+  int64_t elements = p.objects ? g_objects_n : p.lines ? g_lines * k_words_per_line : g_n;
   int64_t result = 0;
   for (auto _ : state) {
     Task task(spec, TaskOptions{g_batch, 0, 1, &g_engine->clock});
@@ -374,6 +425,34 @@ const Pipeline k_window_lua{
     "window10_lua", 2, false,
     window_toml(
         R"(lua = "function(w) local t = 0 for i = 1, #w do t = t + w[i] end return t end")")};
+
+// Issue 20: Lua expressions, on the fast path (or in Lua with SLUICE_LUA_FAST_PATH=0).
+const Pipeline k_lua_even{"lua_even", 1, false, R"(
+[operators.last]
+type = "filter"
+inputs = ["src"]
+lua = "x % 2 == 0"
+)"};
+const Pipeline k_lua_arith{"lua_arith", 1, false, R"(
+[operators.last]
+type = "map"
+inputs = ["src"]
+lua = "x * 3 + 1"
+)"};
+const Pipeline k_lua_field{"lua_field", 1, false, R"(
+[operators.last]
+type = "filter"
+inputs = ["src"]
+lua = "x.amount > 50"
+)",
+                           true};
+
+// The pipeline with the fast path off: every call crosses into Lua.
+void run_sluice_lua_only(benchmark::State& state, const Pipeline& p) {
+  ::setenv("SLUICE_LUA_FAST_PATH", "0", 1);
+  run_sluice(state, p);
+  ::unsetenv("SLUICE_LUA_FAST_PATH");
+}
 
 const Pipeline k_wordcount{"wordcount", 3, true, R"(
 [operators.words]
@@ -725,6 +804,53 @@ void loop_window(benchmark::State& state) {
   state.counters["result"] = static_cast<double>(total);
 }
 
+void loop_lua_even(benchmark::State& state) {
+  int64_t last = 0;
+  for (auto _ : state) {
+    for (int64_t i = 0; i < g_n; ++i) {
+      int64_t x = i;
+      benchmark::DoNotOptimize(x);
+      if (x % 2 == 0) {
+        last = x;
+        benchmark::DoNotOptimize(last);
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * g_n);
+  state.counters["result"] = static_cast<double>(last);
+}
+
+void loop_lua_arith(benchmark::State& state) {
+  int64_t y = 0;
+  for (auto _ : state) {
+    for (int64_t i = 0; i < g_n; ++i) {
+      int64_t x = i;
+      benchmark::DoNotOptimize(x);
+      y = static_cast<int64_t>(static_cast<uint64_t>(x) * 3 + 1);  // wraps, as Lua
+      benchmark::DoNotOptimize(y);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * g_n);
+  state.counters["result"] = static_cast<double>(y);
+}
+
+void loop_lua_field(benchmark::State& state) {
+  int64_t kept = 0;
+  for (auto _ : state) {
+    kept = 0;
+    for (const sl_value& o : g_objects) {
+      sl_value amount;
+      if (host()->object_get(o, "amount", 6, &amount) && amount.kind == SL_KIND_INT &&
+          amount.as.i > 50) {
+        ++kept;
+      }
+      benchmark::DoNotOptimize(kept);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * g_objects_n);
+  state.counters["result"] = static_cast<double>(kept);
+}
+
 void loop_wordcount(benchmark::State& state) {
   size_t keys = 0;
   for (auto _ : state) {
@@ -834,13 +960,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::Finalize();
     std::printf("\n%-16s %14s %14s %10s %14s %10s\n", "pipeline", "sluice elem/s", "loop elem/s",
                 "loop/sluice", "floor elem/s", "loop/floor");
-    for (const char* p :
-         {"chain3", "map10", "window10_sum", "window10_lua", "wordcount", "keyed_wordcount"}) {
-      const std::string name = p;
-      const std::string base = name == "window10_lua"      ? "window10_sum"
-                               : name == "keyed_wordcount" ? "wordcount"
-                                                           : name;
-      double s = find("sluice/" + std::string(p)), l = find("loop/" + base);
+    for (const char* p : {"chain3", "map10", "window10_sum", "window10_lua", "wordcount",
+                          "keyed_wordcount", "lua_even", "lua_even_lua_path", "lua_arith",
+                          "lua_arith_lua_path", "lua_field", "lua_field_lua_path"}) {
+      std::string base = p;
+      if (base.ends_with("_lua_path")) base.resize(base.size() - 9);
+      base = base == "window10_lua"      ? "window10_sum"
+             : base == "keyed_wordcount" ? "wordcount"
+                                         : base;
+      double s = find_exact("sluice/" + std::string(p)), l = find("loop/" + base);
       double f = find("floor/" + std::string(p));
       if (s <= 0 || l <= 0) continue;
       std::printf("%-16s %14.4g %14.4g %9.2fx", p, s, l, l / s);
@@ -894,6 +1022,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return 0;
   }
 
+  // The run named `name` (gbench may append "/min_time:..."), not one that only starts so.
+  double find_exact(const std::string& name) const {
+    for (const auto& [run, rate] : rate_) {
+      if (run == name || run.rfind(name + "/", 0) == 0) return rate;
+    }
+    return 0;
+  }
+
   double find(const std::string& prefix) const {
     for (const auto& [name, rate] : rate_) {
       if (name.rfind(prefix, 0) == 0) return rate;
@@ -920,6 +1056,8 @@ int main(int argc, char** argv) {
       g_restore_keys = std::atoll(argv[i] + 15);
     } else if (a.rfind("--words=", 0) == 0) {
       g_words_n = std::atoll(argv[i] + 8);
+    } else if (a.rfind("--objects=", 0) == 0) {
+      g_objects_n = std::atoll(argv[i] + 10);
     } else if (a.rfind("--batch=", 0) == 0) {
       g_batch = static_cast<uint32_t>(std::atoll(argv[i] + 8));
     } else {
@@ -930,6 +1068,7 @@ int main(int argc, char** argv) {
   make_lines();
   make_words();
   make_keys();
+  make_objects();
   static const Pipeline map10{"map10", 10, false, map10_toml()};
   auto reg = [](const char* name, auto fn) {
     benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMillisecond)->MinTime(0.5);
@@ -943,6 +1082,17 @@ int main(int argc, char** argv) {
   reg("loop/window10_sum", loop_window);
   reg("sluice/window10_sum", [](benchmark::State& s) { run_sluice(s, k_window); });
   reg("sluice/window10_lua", [](benchmark::State& s) { run_sluice(s, k_window_lua); });
+  reg("loop/lua_even", loop_lua_even);
+  reg("sluice/lua_even", [](benchmark::State& s) { run_sluice(s, k_lua_even); });
+  reg("sluice/lua_even_lua_path", [](benchmark::State& s) { run_sluice_lua_only(s, k_lua_even); });
+  reg("loop/lua_arith", loop_lua_arith);
+  reg("sluice/lua_arith", [](benchmark::State& s) { run_sluice(s, k_lua_arith); });
+  reg("sluice/lua_arith_lua_path",
+      [](benchmark::State& s) { run_sluice_lua_only(s, k_lua_arith); });
+  reg("loop/lua_field", loop_lua_field);
+  reg("sluice/lua_field", [](benchmark::State& s) { run_sluice(s, k_lua_field); });
+  reg("sluice/lua_field_lua_path",
+      [](benchmark::State& s) { run_sluice_lua_only(s, k_lua_field); });
   reg("loop/wordcount", loop_wordcount);
   reg("sluice/wordcount", [](benchmark::State& s) { run_sluice(s, k_wordcount); });
   reg("sluice/keyed_wordcount", [](benchmark::State& s) { run_sluice(s, k_keyed_wordcount); });

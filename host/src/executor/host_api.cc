@@ -163,6 +163,21 @@ Result<Value> complete_args(const FunctionInfo& fn, const Value& given) {
   return Value::object(entries);
 }
 
+// Says at debug level whether a Lua function takes the native fast path
+// (docs/LUA.md, "The fast path"), and if not, why.
+void log_fast_path(sl_context& ctx, const lua::LuaFunction& fn) {
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  const auto& node = task_of(&ctx).node(ctx.node);
+  if (fn.native()) {
+    log_with(spdlog::level::debug, {{"node", node.id}, {"type", node.type}},
+             "node '{}': Lua function at {} runs natively (fast path)", node.id, fn.where());
+  } else {
+    log_with(spdlog::level::debug, {{"node", node.id}, {"type", node.type}},
+             "node '{}': Lua function at {} runs in Lua (not on the fast path: {})", node.id,
+             fn.where(), fn.native_reason());
+  }
+}
+
 sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** out) {
   *out = nullptr;
   auto error = [&](sl_status code, const std::string& message) {
@@ -182,6 +197,7 @@ sl_status api_function_bind(sl_context* ctx, sl_value spec, sl_bound_function** 
     }
     auto fn = lua::LuaFunction::compile(task->lua(), *source);
     if (!fn.is_ok()) return error(fn.status().code(), fn.status().message());
+    log_fast_path(*ctx, **fn);
     *out = new sl_bound_function{nullptr, nullptr, ctx, std::move(fn).value()};
     return SL_OK;
   }
@@ -261,15 +277,17 @@ sl_status api_function_call(sl_bound_function* fn, const sl_value* argv, uint32_
 
 sl_status api_function_call_batch(sl_bound_function* fn, const sl_value* in, size_t count,
                                   sl_value* out) {
-  if (fn->lua) {
-    for (size_t i = 0; i < count; ++i) {
-      sl_status status = call_lua(fn, &in[i], 1, &out[i]);
-      if (status != SL_OK) {
-        for (size_t k = 0; k < i; ++k) value_release(out[k]);
-        return status;
-      }
+  if (fn->lua) {  // one protected call for the batch, or none on the fast path
+    try {
+      Status status = fn->lua->call_batch(in, count, out);
+      if (status.is_ok()) return SL_OK;
+      api_set_error(fn->ctx, status.message().data(), status.message().size());
+      return status.code();
+    } catch (const std::bad_alloc&) {
+      static constexpr std::string_view k_message = "Lua: out of memory converting a value";
+      api_set_error(fn->ctx, k_message.data(), k_message.size());
+      return SL_RESOURCE_EXHAUSTED;
     }
-    return SL_OK;
   }
   if (fn->info->def.call_batch) return fn->info->def.call_batch(fn->self, fn->ctx, in, count, out);
   for (size_t i = 0; i < count; ++i) {

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <new>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -16,9 +18,11 @@ namespace {
 
 // What the expression form puts before the user's expression (on its first
 // line, so line numbers stay those of the file) and after it.
+// The host passes the argument count first (expression_form in CallFrame):
+// no call of select('#', ...) per element.
 constexpr std::string_view k_expression_prefix =
-    "return function(...) local acc, x if select('#', ...) == 2 then acc, x = ... else x = ... "
-    "end return ";
+    "return function(sluice_argc_, ...) local acc, x if sluice_argc_ == 2 then acc, x = ... "
+    "else x = ... end return ";
 constexpr std::string_view k_expression_suffix = "\nend";
 constexpr std::string_view k_function_prefix = "return ";
 // Lines of padding put before the code are capped (a config is never this long).
@@ -224,16 +228,72 @@ struct CallFrame {
   const sl_value* argv;
   uint32_t argc;
   int ref;
+  bool expression_form;  // the wrapper takes the argument count first
 };
 
 // Protected: converts the arguments, calls the function, leaves its results.
 int call_function(lua_State* L) {
   const auto* frame = static_cast<const CallFrame*>(lua_touserdata(L, 1));
-  luaL_checkstack(L, static_cast<int>(frame->argc) + 2, "too many arguments");
+  luaL_checkstack(L, static_cast<int>(frame->argc) + 3, "too many arguments");
   lua_rawgeti(L, LUA_REGISTRYINDEX, frame->ref);
+  if (frame->expression_form) lua_pushinteger(L, frame->argc);
   for (uint32_t i = 0; i < frame->argc; ++i) push_value(L, frame->argv[i]);
-  lua_call(L, static_cast<int>(frame->argc), LUA_MULTRET);
+  lua_call(L, static_cast<int>(frame->argc) + (frame->expression_form ? 1 : 0), LUA_MULTRET);
   return lua_gettop(L) - 1;
+}
+
+// One protected call over a batch (LuaFunction::call_batch): per element, a
+// fresh budget, the call with one result, and its conversion.
+struct BatchFrame {
+  const sl_value* in;
+  size_t count;
+  sl_value* out;
+  const std::vector<uint8_t>* todo;  // elements to call (null: all)
+  int ref;
+  bool expression_form;  // the wrapper takes the argument count first
+  LuaRuntime* runtime;
+  const std::string* where;
+  size_t at = 0;  // the element being called
+  Status error;   // a result that is no value
+};
+
+// Converts the result on top of the stack into out[at]. Not inlined into
+// call_batch_function: its C++ objects are gone before the next Lua call,
+// which may raise (longjmp).
+[[gnu::noinline]] bool store_result(lua_State* L, BatchFrame& frame) noexcept {
+  try {
+    auto value = to_value(L, -1);
+    if (!value.is_ok()) {
+      frame.error = Status(value.status().code(),
+                           fmt::format("Lua: {}: the function's result is not a value: {}",
+                                       *frame.where, value.status().message()));
+      return false;
+    }
+    frame.out[frame.at] = std::move(value).value().release();
+    return true;
+  } catch (...) {  // bad_alloc: nothing may unwind through Lua's C frames
+    frame.error = Status(SL_RESOURCE_EXHAUSTED, "Lua: out of memory converting a value");
+    return false;
+  }
+}
+
+// Protected: calls the function on each element of the batch.
+int call_batch_function(lua_State* L) {
+  auto* frame = static_cast<BatchFrame*>(lua_touserdata(L, 1));
+  luaL_checkstack(L, 4, "too many arguments");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, frame->ref);  // 2
+  for (; frame->at < frame->count; ++frame->at) {
+    if (frame->todo != nullptr && (*frame->todo)[frame->at] == 0) continue;
+    frame->runtime->begin_element();
+    lua_pushvalue(L, 2);
+    if (frame->expression_form) lua_pushinteger(L, 1);
+    push_value(L, frame->in[frame->at]);
+    lua_call(L, frame->expression_form ? 2 : 1, 1);
+    const bool stored = store_result(L, *frame);
+    lua_settop(L, 2);
+    if (!stored) return 0;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -282,14 +342,40 @@ std::optional<LuaSource> lua_source_of(const Value& spec) {
   return source;
 }
 
+bool fast_path_enabled() {
+  const char* value = std::getenv(k_fast_path_env);
+  if (value == nullptr) return true;
+  const std::string_view v = value;
+  return !(v == "0" || v == "off" || v == "false" || v == "no");
+}
+
 Result<std::unique_ptr<LuaFunction>> LuaFunction::compile(LuaRuntime& runtime,
-                                                          const LuaSource& source) {
+                                                          const LuaSource& source,
+                                                          bool allow_native) {
   auto loaded = load(runtime, source);
   if (auto* failure = std::get_if<LoadFailure>(&loaded)) {
     return Status(failure->status.code(), "Lua: " + failure->status.message());
   }
-  return std::unique_ptr<LuaFunction>(new LuaFunction(
-      runtime, std::get<int>(loaded), fmt::format("{}:{}", source.file, source.line)));
+  std::unique_ptr<LuaFunction> fn(new LuaFunction(runtime, std::get<int>(loaded),
+                                                  fmt::format("{}:{}", source.file, source.line)));
+  // Lua compiled the code, so the native compiler sees valid Lua only.
+  const Classified kind = classify(source.code);
+  fn->expression_form_ = kind.form == LuaForm::expression;
+  if (!allow_native) {
+    fn->native_reason_ = "the fast path is off for this function";
+  } else if (!fast_path_enabled()) {
+    fn->native_reason_ = fmt::format("{}={}", k_fast_path_env, std::getenv(k_fast_path_env));
+  } else if (kind.form == LuaForm::chunk) {
+    fn->native_reason_ = "code with statements";
+  } else {
+    auto native = NativeExpression::compile(source.code, kind.form == LuaForm::function);
+    if (auto* expression = std::get_if<NativeExpression>(&native)) {
+      fn->native_ = std::move(*expression);
+    } else {
+      fn->native_reason_ = std::get<std::string>(native);
+    }
+  }
+  return fn;
 }
 
 LuaFunction::~LuaFunction() {
@@ -298,6 +384,64 @@ LuaFunction::~LuaFunction() {
 }
 
 Result<Value> LuaFunction::call(const sl_value* argv, uint32_t argc) {
+  if (native_) {
+    if (auto value = native_->evaluate(argv, argc)) {
+      ++native_calls_;
+      return std::move(*value);
+    }
+    ++native_fallbacks_;
+  }
+  return call_lua(argv, argc);
+}
+
+Status LuaFunction::call_batch(const sl_value* in, size_t count, sl_value* out) {
+  std::fill(out, out + count, sl_null());
+  Status status;
+  try {
+    if (!native_) {
+      status = call_lua_batch(in, count, out, nullptr);
+    } else {
+      todo_.assign(count, 0);
+      bool any = false;
+      for (size_t i = 0; i < count; ++i) {
+        if (auto value = native_->evaluate(&in[i], 1)) {
+          out[i] = value->release();
+          ++native_calls_;
+        } else {
+          todo_[i] = 1;
+          any = true;
+          ++native_fallbacks_;
+        }
+      }
+      if (any) status = call_lua_batch(in, count, out, &todo_);
+    }
+  } catch (...) {  // bad_alloc: release what was made, then report it
+    for (size_t i = 0; i < count; ++i) value_release(std::exchange(out[i], sl_null()));
+    throw;
+  }
+  if (!status.is_ok()) {
+    for (size_t i = 0; i < count; ++i) value_release(std::exchange(out[i], sl_null()));
+  }
+  return status;
+}
+
+Status LuaFunction::call_lua_batch(const sl_value* in, size_t count, sl_value* out,
+                                   const std::vector<uint8_t>* todo) {
+  auto state = runtime_.state();
+  if (!state.is_ok()) return state.status();
+  lua_State* L = *state;
+  if (!lua_checkstack(L, 4)) return Status(SL_RESOURCE_EXHAUSTED, "Lua: stack overflow");
+  const int base = lua_gettop(L);
+  BatchFrame frame{in, count, out, todo, ref_, expression_form_, &runtime_, &where_, 0, Status()};
+  lua_pushcfunction(L, call_batch_function);
+  lua_pushlightuserdata(L, &frame);
+  Status status = runtime_.pcall(1);
+  lua_settop(L, base);
+  if (!status.is_ok()) return Status(status.code(), "Lua: " + status.message());
+  return std::move(frame.error);
+}
+
+Result<Value> LuaFunction::call_lua(const sl_value* argv, uint32_t argc) {
   auto state = runtime_.state();
   if (!state.is_ok()) return state.status();
   lua_State* L = *state;
@@ -308,7 +452,7 @@ Result<Value> LuaFunction::call(const sl_value* argv, uint32_t argc) {
   }
   if (!lua_checkstack(L, 4)) return Status(SL_RESOURCE_EXHAUSTED, "Lua: stack overflow");
   const int base = lua_gettop(L);
-  CallFrame frame{argv, argc, ref_};
+  CallFrame frame{argv, argc, ref_, expression_form_};
   lua_pushcfunction(L, call_function);
   lua_pushlightuserdata(L, &frame);
   Status status = runtime_.pcall(1);

@@ -18,6 +18,7 @@
 
 #include "common/result.hpp"
 #include "lua/lua_runtime.hpp"
+#include "lua/native_expression.hpp"
 #include "value/value.hpp"
 
 #include <sluice/sluice.h>
@@ -27,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::host::lua {
 
@@ -66,13 +68,22 @@ struct SourceError {
 // not an object with a string `lua`). `file` and `line` are optional.
 [[nodiscard]] std::optional<LuaSource> lua_source_of(const Value& spec);
 
+// The environment variable that turns the native fast path off (docs/LUA.md,
+// "The fast path"): "0", "off", "false" or "no" make every call run in Lua.
+inline constexpr const char* k_fast_path_env = "SLUICE_LUA_FAST_PATH";
+// Whether the environment allows the fast path (read at each compile).
+[[nodiscard]] bool fast_path_enabled();
+
 // A Lua function compiled into a runtime. Task thread only; must be destroyed
 // before its runtime.
 class LuaFunction {
  public:
-  // Compiles and runs the chunk. Errors name the file and line.
+  // Compiles and runs the chunk. Errors name the file and line. A simple
+  // expression is compiled for the native fast path too (native_expression.hpp)
+  // unless `allow_native` is false or fast_path_enabled() says no.
   [[nodiscard]] static Result<std::unique_ptr<LuaFunction>> compile(LuaRuntime& runtime,
-                                                                    const LuaSource& source);
+                                                                    const LuaSource& source,
+                                                                    bool allow_native = true);
   ~LuaFunction();
   LuaFunction(const LuaFunction&) = delete;
   LuaFunction& operator=(const LuaFunction&) = delete;
@@ -81,18 +92,45 @@ class LuaFunction {
   // Errors: INVALID_ARGUMENT (a Lua error, the instruction limit, a result
   // that is no value), RESOURCE_EXHAUSTED (the memory limit); each message
   // carries file:line.
+  // The native fast path answers when it can, else the Lua function runs.
   [[nodiscard]] Result<Value> call(const sl_value* argv, uint32_t argc);
+
+  // out[i] = f(in[i]) for `count` borrowed inputs, writing owned values; on
+  // failure (the first element that fails, with call's errors) nothing in
+  // `out` is owned. Elements the fast path does not answer run in Lua, all of
+  // them in one protected call, each with its own instruction and time budget.
+  [[nodiscard]] Status call_batch(const sl_value* in, size_t count, sl_value* out);
 
   // "file:line" where the source starts.
   [[nodiscard]] const std::string& where() const { return where_; }
+  // Whether calls take the native fast path; if not, why (for the log).
+  [[nodiscard]] bool native() const { return native_.has_value(); }
+  [[nodiscard]] const std::string& native_reason() const { return native_reason_; }
+  // Calls answered by the fast path, and calls it left to Lua (a Lua error
+  // or a case it does not model), since compile.
+  [[nodiscard]] uint64_t native_calls() const { return native_calls_; }
+  [[nodiscard]] uint64_t native_fallbacks() const { return native_fallbacks_; }
 
  private:
   LuaFunction(LuaRuntime& runtime, int ref, std::string where)
       : runtime_(runtime), ref_(ref), where_(std::move(where)) {}
 
+  // The function in Lua, without the fast path.
+  [[nodiscard]] Result<Value> call_lua(const sl_value* argv, uint32_t argc);
+  // call_batch's Lua part: elements [from, count) whose out[i] the fast path
+  // did not fill (`todo[i]`), in one protected call.
+  [[nodiscard]] Status call_lua_batch(const sl_value* in, size_t count, sl_value* out,
+                                      const std::vector<uint8_t>* todo);
+
   LuaRuntime& runtime_;
   int ref_;  // in the registry
   std::string where_;
+  bool expression_form_ = false;  // called with the argument count first (lua_function.cc)
+  std::optional<NativeExpression> native_;
+  std::string native_reason_;
+  uint64_t native_calls_ = 0;
+  uint64_t native_fallbacks_ = 0;
+  std::vector<uint8_t> todo_;  // call_batch's scratch
 };
 
 }  // namespace sluice::host::lua

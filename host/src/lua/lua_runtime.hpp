@@ -89,6 +89,9 @@ class LuaRuntime {
   // none. Codes: INVALID_ARGUMENT for Lua errors and the instruction limit,
   // RESOURCE_EXHAUSTED for the memory limit.
   Status pcall(int nargs);
+  // Inside such a call that calls several functions in turn (one per element
+  // of a batch): a fresh instruction and time budget for the next one.
+  void begin_element();
 
   // The runtime a state belongs to (stored in the state's extra space).
   static LuaRuntime& of(lua_State* L);

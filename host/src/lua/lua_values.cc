@@ -33,8 +33,18 @@ void push_at_depth(lua_State* L, sl_value v, int depth) {
     case SL_KIND_ARRAY: {
       const size_t n = value_size(v);
       lua_createtable(L, static_cast<int>(std::min<size_t>(n, INT32_MAX)), 0);
+      const sl_value* items = array_items(v);
       for (size_t i = 0; i < n; ++i) {
-        push_at_depth(L, value_at(v, i), depth + 1);
+        const sl_value item = items != nullptr ? items[i] : value_at(v, i);
+        // Numbers inline (the common array, e.g. a sliding window): no
+        // recursion, no stack check per item (the 6 slots checked above).
+        if (item.kind == SL_KIND_INT) {
+          lua_pushinteger(L, item.as.i);
+        } else if (item.kind == SL_KIND_FLOAT) {
+          lua_pushnumber(L, item.as.f);
+        } else {
+          push_at_depth(L, item, depth + 1);
+        }
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
       }
       lua_rawgetp(L, LUA_REGISTRYINDEX, &k_array_meta_key);

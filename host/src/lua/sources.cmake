@@ -7,7 +7,9 @@ target_sources(sluice_host_core PRIVATE
   src/lua/lua_values.cc
   src/lua/lua_function.cc
   src/lua/lua_patterns.cc
-  src/lua/lua_tables.cc)
+  src/lua/lua_tables.cc
+  src/lua/native_expression_parse.cc
+  src/lua/native_expression_eval.cc)
 # Lua's own matcher, copied with a step counter: it keeps Lua's C style.
 set_source_files_properties(src/lua/lua_patterns.cc PROPERTIES
   COMPILE_OPTIONS "-Wno-old-style-cast;-Wno-useless-cast")
