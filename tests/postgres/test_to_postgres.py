@@ -4,10 +4,11 @@ input, max_prepared_transactions = 0, passwords from secrets never printed."""
 
 import json
 import os
-import re
+import signal
+import time
 
 from pg_it import PgTestCase, unittest
-from pg_server import PgServer
+from pg_server import wait_until
 from sluice_it import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, line_col, toml_str
 
 
@@ -194,6 +195,71 @@ class ExactlyOnceEndOfInputTest(PgTestCase):
         # A rerun restores the end position: nothing is written again.
         self.assertExit(self.sluiced("run", cfg), EXIT_OK)
         self.assertEqual(self.rows(f"SELECT count(*) FROM {table}"), [["1000"]])
+
+
+class ConnectionLossTest(PgTestCase):
+    """The server is stopped and started again under a running sluiced."""
+
+    def following(self, table, extra):
+        return (f'name = "loss"\n{extra}\n[sources.lines]\ntype = "from_textfile"\n'
+                'path = "in.txt"\nfollow = true\npoll_interval_ms = 5\n'
+                '[operators.in]\ntype = "map"\ninputs = ["lines"]\nfunction = "json_parse"\n'
+                + self.sink_toml(table, {"id": "id"}, batch_timeout_ms=10,
+                                 reconnect_backoff_max_ms=300))
+
+    def append(self, ids):
+        with open(self.path("in.txt"), "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps({"id": i}) + "\n" for i in ids))
+
+    def count(self, table):
+        return int(self.rows(f"SELECT count(*) FROM {table}")[0][0])
+
+    def test_at_least_once_waits_for_the_server_and_loses_nothing(self):
+        table = self.new_table("id bigint PRIMARY KEY")
+        cfg = self.write("p.toml", self.following(table, "").replace(
+            "batch_timeout_ms", 'key_columns = ["id"]\nbatch_timeout_ms'))
+        open(self.path("in.txt"), "w").close()
+        proc, _, err = self.spawn("run", cfg)
+        self.append(range(0, 500))
+        self.assertTrue(wait_until(lambda: self.count(table) == 500, 30), self.read(err))
+        self.server.stop()
+        self.append(range(500, 1000))
+        self.assertTrue(wait_until(lambda: "retrying with backoff" in self.read(err), 30),
+                        self.read(err))
+        time.sleep(1)
+        self.assertIsNone(proc.poll(), self.read(err))
+        self.server.start()
+        self.assertTrue(wait_until(lambda: self.count(table) == 1000, 30), self.read(err))
+        self.assertIn("to_postgres: reconnected after", self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+
+    def test_exactly_once_fails_rather_than_write_twice_then_the_restart_writes_once(self):
+        table = self.new_table("id bigint")
+        cfg = self.write("p.toml", self.following(
+            table, '[checkpoint]\ninterval_ms = 600000\ndir = "ck"'))
+        open(self.path("in.txt"), "w").close()
+        proc, _, err = self.spawn("run", cfg)
+        self.append(range(0, 300))
+        # The rows are in the epoch's open transaction (the checkpoint is far away).
+        idle_in_txn = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice' "
+                       "AND state = 'idle in transaction'")
+        self.assertTrue(wait_until(lambda: self.rows(idle_in_txn) == [["1"]], 30),
+                        self.read(err))
+        self.assertEqual(self.count(table), 0)
+        self.server.stop()
+        self.server.start()
+        self.append(range(300, 400))
+        self.assertEqual(proc.wait(30), 1, self.read(err))
+        self.assertIn("the connection was lost while the epoch's transaction held", self.read(err))
+        self.assertEqual(self.count(table), 0)
+        # The restart (no checkpoint was stored: from the start) writes every row once.
+        proc, _, err = self.spawn("run", cfg)
+        self.assertTrue(wait_until(lambda: "running" in self.read(err), 30), self.read(err))
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+        self.assertEqual(self.rows(f"SELECT count(*), count(DISTINCT id) FROM {table}"),
+                         [["400", "400"]])
 
 
 class NoPreparedTransactionsTest(PgTestCase):
