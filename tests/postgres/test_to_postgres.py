@@ -1,6 +1,7 @@
 """to_postgres against a real PostgreSQL 15: rows and their types, upserts of aggregate's
 changelog, errors found by `sluiced validate` and at start, exactly-once at the end of the
-input, max_prepared_transactions = 0, passwords from secrets never printed."""
+input, the server stopped under a running sluiced, the conformance kit's crash checks,
+max_prepared_transactions = 0, passwords from secrets never printed."""
 
 import json
 import os
@@ -8,8 +9,9 @@ import signal
 import time
 
 from pg_it import PgTestCase, unittest
-from pg_server import wait_until
-from sluice_it import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, line_col, toml_str
+from pg_server import PSQL, wait_until
+from sluice_it import (EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, PLUGIN_DIR, line_col, plugin_file,
+                       toml_str)
 
 
 def iterable(items, node="in"):
@@ -260,6 +262,36 @@ class ConnectionLossTest(PgTestCase):
         self.assertEqual(proc.wait(30), 0, self.read(err))
         self.assertEqual(self.rows(f"SELECT count(*), count(DISTINCT id) FROM {table}"),
                          [["400", "400"]])
+
+
+class PluginCheckTest(PgTestCase):
+    """The conformance kit (`sluiced plugin-check`, docs/PLUGIN_GUIDE.md) over the plugin,
+    with its crash checks against this server: a child running the sink is SIGKILLed
+    mid-epoch, after prepare, after the store and after commit, recovered as a restart
+    would, and the table read back must hold records 1..20 once each."""
+
+    def test_conformance_kit_with_crash_checks_claiming_exactly_once(self):
+        table = self.new_table("n bigint")
+        psql = (f"{PSQL} -X -q -A -t -h 127.0.0.1 -p {self.server.port} -U postgres "
+                f"-d postgres")
+        # The read-back empties the table after printing it: each crash exercise starts
+        # from an empty table (the exercises share this one).
+        readback = f"{psql} -c 'SELECT n FROM {table} ORDER BY n' && {psql} -c 'TRUNCATE {table}'"
+        check = self.write("check.toml", f"""
+[to_postgres]
+conninfo = {json.dumps(self.server.conninfo())}
+table = {json.dumps(table)}
+columns = {{ n = "n" }}
+[check.to_postgres]
+readback = {json.dumps(readback)}
+exactly_once = true
+""")
+        plugin = plugin_file(PLUGIN_DIR, "postgres")
+        r = self.sluiced("plugin-check", plugin, "--config", check, timeout=600)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStdout("crash: killed after prepare, before the checkpoint was stored", r)
+        self.assertInStdout("crash: killed after the checkpoint was stored, before commit", r)
+        self.assertInStdout("7 passed, 0 failed, 0 not exercised", r)
 
 
 class NoPreparedTransactionsTest(PgTestCase):
