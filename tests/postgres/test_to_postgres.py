@@ -30,15 +30,21 @@ class RowsTest(PgTestCase):
             {"id": 2, "name": "ünï 💧", "score": -2.5e-300, "ok": False, "tags": {"k": None},
              "sub": {}},
             {"id": 3, "name": None, "score": 1e300, "ok": None},
+            # Control characters and backslashes (bound parameters need no escaping).
+            {"id": 4, "name": "tab\there\nnew\\back\rcr \\N", "sub": {"v": "\\N"}},
         ]
         cfg = self.write("p.toml", iterable(items) + self.sink_toml(
             table, {"id": "id", "name": "name", "score": "score", "ok": "ok", "doc": "@json",
                     "tags": "tags", "nested": ["sub", "v"], "missing": "nope"}))
         r = self.sluiced("run", cfg)
         self.assertExit(r, EXIT_OK)
+        self.assertEqual(self.rows(f"SELECT count(*) FROM {table}"), [["4"]])
         got = self.rows(f"SELECT id, name, score, ok, doc, tags, nested, missing FROM {table} "
-                        "ORDER BY id")
+                        "WHERE id < 4 ORDER BY id")
         self.assertEqual(len(got), 3, got)
+        hexed = self.rows(f"SELECT encode(convert_to(name, 'UTF8'), 'hex'), nested IS NULL, "
+                          f"length(nested) FROM {table} WHERE id = 4")
+        self.assertEqual(hexed, [[items[3]["name"].encode().hex(), "f", "2"]])
         self.assertEqual(got[0][:4], ["1", "a'b\"c", "0.1", "t"])
         self.assertEqual(json.loads(got[0][4]), items[0])
         self.assertEqual(json.loads(got[0][5]), ["x", 1])
