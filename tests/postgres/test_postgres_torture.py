@@ -5,8 +5,11 @@ A real `sluiced run` of
     from_textfile (follow, a growing input of {"id": N} lines) -> json_parse
       -> to_postgres (exactly_once, checkpoints every 30 ms) -> table t (id bigint)
 
-is killed with SIGKILL at random points while a writer appends the input, and restarted
-after every kill. The table has no unique constraint, so a row written twice would stay
+is killed with SIGKILL while a writer appends the input, and restarted after every kill:
+half of the kills at random moments, a quarter as soon as the sink has a prepared
+transaction (so the restart rolls it back: no stored checkpoint holds its epoch), a quarter
+once that epoch's checkpoint is also in the store (the restart commits it, when the kill
+came before the COMMIT PREPARED). The table has no unique constraint, so a row written twice would stay
 twice. After every restart has settled what the kill left (prepared transactions committed
 or rolled back by their epoch) the ids in the table are checked: each id present at most
 once after every restart, and at the end every input id exactly once, nothing prepared left.
@@ -82,8 +85,8 @@ batch_rows = 100
     def kill_loop(self, cfg, rng, after_restart):
         """KILLS times: run, wait, SIGKILL. Even kills come at a random moment; odd ones as
         soon as the sink has a prepared transaction on the server (between its PREPARE
-        TRANSACTION and its COMMIT PREPARED, before or after the checkpoint was stored), the
-        window a random kill rarely hits. `after_restart(k)` is called once the next run has
+        TRANSACTION and its COMMIT PREPARED), every other one of them once the checkpoint of
+        that epoch is stored as well: windows a random kill rarely hits. `after_restart(k)` is called once the next run has
         settled what the kill left (it logs "running")."""
         session = PsqlSession(self.server)
         self.addCleanup(session.close)
@@ -100,10 +103,7 @@ batch_rows = 100
             if k % 2 == 0:
                 time.sleep(rng.uniform(0.02, 0.2))
             else:
-                deadline = time.monotonic() + 5
-                while (time.monotonic() < deadline and
-                       session.query("SELECT count(*) FROM pg_prepared_xacts") == [["0"]]):
-                    pass
+                self.wait_for_prepared(session, after_store=k % 4 == 3)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             if "restoring checkpoint epoch" in self.read(err):
@@ -117,6 +117,23 @@ batch_rows = 100
               f"(seed {SEED})")
         self.assertGreaterEqual(settles, min(2, KILLS // 4),
                                 f"the kills aimed at prepared transactions all missed (seed {SEED})")
+
+    def wait_for_prepared(self, session, after_store):
+        """Returns once the sink has a prepared transaction (bounded: 5 s); with
+        `after_store`, once the checkpoint of its epoch is also in the store, before the
+        COMMIT PREPARED (a window of a few ms: the kill often misses it)."""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            gids = session.query("SELECT gid FROM pg_prepared_xacts")
+            if not gids:
+                continue
+            if not after_store:
+                return
+            epoch = int(gids[0][0].rsplit(":", 1)[1])
+            stored = self.path("ck", f"epoch-{epoch:020d}.ckpt")
+            while time.monotonic() < deadline and not os.path.exists(stored):
+                pass
+            return
 
     def finish(self, cfg, complete):
         final, _, err = self.spawn("run", cfg)
