@@ -205,8 +205,8 @@ class ExactlyOnceEndOfInputTest(PgTestCase):
         self.assertEqual(self.rows(f"SELECT count(*) FROM {table}"), [["1000"]])
 
 
-class ConnectionLossTest(PgTestCase):
-    """The server is stopped and started again under a running sluiced."""
+class FollowingPipeline(PgTestCase):
+    """Helpers for a sluiced that follows a growing input file (no tests of its own)."""
 
     def following(self, table, extra):
         return (f'name = "loss"\n{extra}\n[sources.lines]\ntype = "from_textfile"\n'
@@ -221,6 +221,10 @@ class ConnectionLossTest(PgTestCase):
 
     def count(self, table):
         return int(self.rows(f"SELECT count(*) FROM {table}")[0][0])
+
+
+class ConnectionLossTest(FollowingPipeline):
+    """The server is stopped and started again under a running sluiced."""
 
     def test_at_least_once_waits_for_the_server_and_loses_nothing(self):
         table = self.new_table("id bigint PRIMARY KEY")
@@ -298,6 +302,38 @@ exactly_once = true
         self.assertInStdout("crash: killed after prepare, before the checkpoint was stored", r)
         self.assertInStdout("crash: killed after the checkpoint was stored, before commit", r)
         self.assertInStdout("7 passed, 0 failed, 0 not exercised", r)
+
+
+class MetricsTest(FollowingPipeline):
+
+    def test_counters_on_metrics(self):
+        from service_it import admin_url, http, parse_prometheus, sample  # tests/service
+        table = self.new_table("id bigint")
+        cfg = self.write("p.toml", self.following(
+            table, '[admin]\nport = 0\n[checkpoint]\ninterval_ms = 50\ndir = "ck"').replace(
+                "batch_timeout_ms", "batch_rows = 100\nbatch_timeout_ms"))
+        open(self.path("in.txt"), "w").close()
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        self.append(range(1000))
+        self.assertTrue(wait_until(lambda: self.count(table) == 1000, 30), self.read(err))
+
+        def value(name):
+            status, _, body = http("GET", base + "/metrics")
+            self.assertEqual(status, 200, body)
+            return sample(parse_prometheus(body), "sluice_node_" + name, node="db")
+
+        self.assertTrue(wait_until(lambda: value("postgres_prepared_transactions") == 0, 10))
+        self.assertEqual(value("postgres_rows_total"), 1000)
+        self.assertGreaterEqual(value("postgres_statements_total"), 10)  # 100 rows at most each
+        self.assertGreaterEqual(value("postgres_transactions_total"), 1)
+        self.assertEqual(value("postgres_errors_total"), 0)
+        self.assertEqual(value("postgres_connected"), 1)
+        self.assertGreater(value("postgres_statement_latency_seconds"), 0)
+        _, _, body = http("GET", base + "/metrics")
+        self.assertIn("# TYPE sluice_node_postgres_rows_total counter", body)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
 
 
 class NoPreparedTransactionsTest(PgTestCase):
