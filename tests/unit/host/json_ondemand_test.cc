@@ -80,16 +80,15 @@ TEST(JsonOnDemand, LeavesTheRareCasesToTheDomDecoder) {
 }
 
 TEST(JsonOnDemand, AgreesWithTheDomDecoderOnEdgeValues) {
-  for (
-      std::string_view text : {
-          "[0,-1,1,9223372036854775807,-9223372036854775808,9007199254740993]",
-          "[1.0,-0.0,0.0,1e-320,2.2250738585072014e-308,1.7976931348623157e308]",
-          "[9223372036854775808.0,9.3e18,-9.3e18]",
-          R"({"a":1,"a":2,"b":3})",  // a repeated key: first position, last value
-          R"({"":"","\u0000":"\u0000"})",
-          R"(["\u00e9","é","北京","\ud83d\ude00","😀","\/","\b\f\n\r\t"])",
-          R"({"nested":{"deeper":{"list":[{"k":[1,{"z":null}]}]}}})",
-      }) {
+  for (std::string_view text : {
+           "[0,-1,1,9223372036854775807,-9223372036854775808,9007199254740993]",
+           "[1.0,-0.0,0.0,1e-320,2.2250738585072014e-308,1.7976931348623157e308]",
+           "[9223372036854775808.0,9.3e18,-9.3e18]",
+           R"({"a":1,"a":2,"b":3})",  // a repeated key: first position, last value
+           R"({"":"","\u0000":"\u0000"})",
+           R"(["\u00e9","é","北京","\ud83d\ude00","😀","\/","\b\f\n\r\t"])",
+           R"({"nested":{"deeper":{"list":[{"k":[1,{"z":null}]}]}}})",
+       }) {
     expect_same(text);
     EXPECT_TRUE(json_parse(text).is_ok()) << text;
   }
