@@ -2,7 +2,7 @@
 """Runs the benchmarks of issue 7 and prints every figure beside its same-run baseline.
 
     bench/run.sh [--quick | --smoke] [--build-dir DIR]
-                 [--only operator,streamz,kafka,memory,checkpoint,window]
+                 [--only operator,streamz,kafka,memory,checkpoint,window,e2e]
 
 1 operator overhead (bench/operator_bench, Google Benchmark) vs a hand-written C++ loop;
 2 the same four pipelines in Python streamz (bench/streamz_bench.py);
@@ -14,6 +14,9 @@
 7 keyed event-time windows (issue 14): tumbling, hopping and session windows over 1 M keyed
   events (bench/window_bench) vs a hand-written C++ loop, and the same windowing in streamz
   (bench/streamz_window_bench.py).
+8 whole pipelines as a user runs them (issue 20): files of ints and of JSON events through
+  sluiced, mawk, jq and streamz, whole processes, outputs compared (bench/e2e_bench.py, also
+  runnable alone), and the start-up of `sluiced run` on an empty pipeline.
 
 --quick is a reduced run (about 3 minutes); --smoke only checks that everything runs (CI).
 Targets are checked and printed (PASS/MISS) but never change the exit status: it is non-zero
@@ -30,6 +33,7 @@ import tempfile
 import time
 
 import checkpoint_bench  # benchmark 5, beside this file
+import e2e_bench  # benchmark 8, beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = {  # mode -> parameters
@@ -692,7 +696,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--build-dir", default=os.environ.get("SLUICE_BUILD_DIR", "build"))
-    ap.add_argument("--only", default="operator,streamz,kafka,memory,checkpoint,window")
+    ap.add_argument("--only", default="operator,streamz,kafka,memory,checkpoint,window,e2e")
     ap.add_argument("--json", help="also write all figures to this file")
     args = ap.parse_args()
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
@@ -708,7 +712,7 @@ def main():
         def attempt(name, fn):
             try:
                 out[name] = fn()
-            except (Skip, checkpoint_bench.Skip) as e:
+            except (Skip, checkpoint_bench.Skip, e2e_bench.Skip) as e:
                 skipped.append(name)
                 log(f"\n{name}: SKIPPED: {e}")
             except Exception as e:  # report, run the others, fail at the end
@@ -735,6 +739,8 @@ def main():
                 attempt("streamz_window", lambda: streamz_window_bench(p))
                 out["window"] = report_windows(out["window"], out.pop("streamz_window", None),
                                                p)
+        if "e2e" in only:
+            attempt("e2e", lambda: e2e_bench.e2e_bench(build, mode, tmp))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -5,6 +5,10 @@
 //       A plain consume -> produce loop, one message at a time (every partition of TOPIC read
 //       from the beginning, no group, each message produced to --out with its key, its headers
 //       and its timestamp, as sluice's from_kafka -> to_kafka forwards them; payload copied).
+//       --json-aggregate: the loop of issue 20's JSON pipeline instead: each payload parsed
+//       with simdjson On-Demand, kept when "amount" > 50, and "amount" summed per "user" in a
+//       hash map; each kept event produces key = user, value = the user's new sum (decimal),
+//       what sluiced's json_parse -> filter -> key_by -> aggregate(sum) -> to_kafka writes.
 //       --payload-only forwards key and payload only: the plainest loop, bench.py's baseline
 //       (its output differs from sluice's: no headers, the producer's own timestamps). The
 //       consumer is what sluice's from_kafka without group_id uses: the partition consumer
@@ -16,6 +20,12 @@
 //   kafka_raw_loop produce --brokers B --topic TOPIC --count N [--size 100] [--rate MSG/S]
 //       Produces N keyed messages of --size bytes whose first 16 bytes are the send time
 //       (µs since the epoch, decimal), as fast as possible or at --rate; prints a JSON line.
+//       --json: each payload is instead a JSON event of about 110 bytes (id, ts, user of 1,000
+//       names, amount 0..99, currency, tags, ok), keyed by its user; message i always the
+//       same event.
+//   kafka_raw_loop sums    --brokers B --topic TOPIC
+//       Reads every partition to its end; prints a JSON line with the message count and, per
+//       key, the last value (in offset order): the final sums of a --json-aggregate output.
 //   kafka_raw_loop measure --brokers B --topic TOPIC --count N [--timeout-s S]
 //       Reads every partition from the beginning until N messages arrived; prints a JSON
 //       line with the latency (receive time - send time in the payload) p50/p99 in ms and
@@ -23,6 +33,7 @@
 //
 // -X key=value sets a librdkafka property on the loop's consumer and producer (the same
 // settings the sluice pipeline is given); later -X win.
+#include <simdjson.h>
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
@@ -36,6 +47,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -59,8 +71,10 @@ struct Options {
   std::string mode, brokers, in, out, topic;
   int64_t count = 0, size = 100, rate = 0, timeout_s = 120;
   bool stop_at_end = false;
-  bool assign = false;        // loop: the group API's assign() instead of per-partition queues
-  bool payload_only = false;  // loop: forward key and payload only (no headers, timestamp)
+  bool assign = false;          // loop: the group API's assign() instead of per-partition queues
+  bool payload_only = false;    // loop: forward key and payload only (no headers, timestamp)
+  bool json_aggregate = false;  // loop: parse, filter, sum per user (issue 20)
+  bool json = false;            // produce: JSON events as payloads
   std::vector<std::pair<std::string, std::string>> props;
 };
 
@@ -96,6 +110,10 @@ Options parse(int argc, char** argv) {
       o.assign = true;
     } else if (a == "--payload-only") {
       o.payload_only = true;
+    } else if (a == "--json-aggregate") {
+      o.json_aggregate = true;
+    } else if (a == "--json") {
+      o.json = true;
     } else if (a == "-X") {
       std::string kv = value();
       size_t eq = kv.find('=');
@@ -247,6 +265,57 @@ void forward(rd_kafka_t* producer, rd_kafka_topic_t* topic, const rd_kafka_messa
   }
 }
 
+// Issue 20's JSON pipeline by hand: parse, keep amount > 50, sum amount per user, produce
+// key = user, value = the new sum. An event without an int amount or a string user, or
+// invalid JSON, is skipped (sluiced's json_parse would fail it; the bench's input has none).
+class JsonAggregate {
+ public:
+  void process(rd_kafka_t* producer, rd_kafka_topic_t* out, const rd_kafka_message_t* m) {
+    // On-Demand reads past the end by up to SIMDJSON_PADDING bytes: copy into a padded buffer.
+    if (padded_.size() < m->len + simdjson::SIMDJSON_PADDING) {
+      padded_.resize(m->len + simdjson::SIMDJSON_PADDING);
+    }
+    std::memcpy(padded_.data(), m->payload, m->len);
+    simdjson::ondemand::document doc;
+    if (parser_.iterate(padded_.data(), m->len, padded_.size()).get(doc)) return;
+    simdjson::ondemand::object event;
+    if (doc.get_object().get(event)) return;
+    int64_t amount = 0;
+    std::string_view user;
+    bool has_amount = false, has_user = false;
+    for (auto field : event) {
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return;
+      if (key == "amount") {
+        if (field.value().get_int64().get(amount)) return;
+        has_amount = true;
+      } else if (key == "user") {
+        if (field.value().get_string().get(user)) return;
+        has_user = true;
+      }
+    }
+    if (!has_amount || !has_user || amount <= 50) return;
+    auto it = sums_.find(user);
+    if (it == sums_.end()) it = sums_.emplace(std::string(user), 0).first;
+    it->second += amount;
+    char text[24];
+    const auto len = static_cast<size_t>(
+        std::snprintf(text, sizeof text, "%lld", static_cast<long long>(it->second)));
+    produce(producer, out, text, len, it->first.data(), it->first.size());
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  simdjson::ondemand::parser parser_;
+  std::string padded_;
+  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> sums_;
+};
+
 int run_loop(const Options& o) {
   if (o.in.empty() || o.out.empty()) die("loop needs --in and --out");
   // The same client settings as the sluice pipeline (from_kafka / to_kafka defaults). Without
@@ -290,6 +359,7 @@ int run_loop(const Options& o) {
   }
   int at_end = 0;
   int64_t moved = 0;
+  JsonAggregate aggregate;
   const int64_t start = now_us();
   while (!g_stop) {
     rd_kafka_message_t* m =
@@ -306,7 +376,9 @@ int run_loop(const Options& o) {
       rd_kafka_message_destroy(m);
       continue;
     }
-    if (o.payload_only) {
+    if (o.json_aggregate) {
+      aggregate.process(producer, out, m);
+    } else if (o.payload_only) {
       produce(producer, out, m->payload, m->len, m->key, m->key_len);
     } else {
       forward(producer, out, m);
@@ -346,6 +418,14 @@ int run_produce(const Options& o) {
   rd_kafka_topic_t* topic = rd_kafka_topic_new(producer, o.topic.c_str(), nullptr);
   std::string payload(static_cast<size_t>(o.size), 'x');
   const int64_t start = now_us();
+  uint64_t rng = 20;  // --json: a fixed xorshift sequence, so every run produces the same events
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  static constexpr const char* k_tags[] = {"web", "mobile", "api", "batch"};
   for (int64_t i = 0; i < o.count && !g_stop; ++i) {
     if (o.rate > 0) {  // paced: message i is due at start + i / rate
       const int64_t due = start + i * 1'000'000 / o.rate;
@@ -356,10 +436,31 @@ int run_produce(const Options& o) {
         now = now_us();
       }
     }
-    char stamp[32];
-    std::snprintf(stamp, sizeof stamp, "%016lld", static_cast<long long>(now_us()));
-    std::memcpy(payload.data(), stamp, 16);
-    const std::string key = std::to_string(i);
+    std::string key;
+    if (o.json) {
+      // Keyed by user, as a keyed topic is: each user's events in one partition, in order.
+      const auto user = static_cast<int>(next() % 1000);
+      const auto amount = static_cast<int>(next() % 100);
+      const char* tag1 = k_tags[next() % 4];
+      const char* tag2 = k_tags[next() % 4];
+      const bool ok = next() % 10 != 0;
+      char event[256];
+      const int len = std::snprintf(
+          event, sizeof event,
+          R"({"id":%lld,"ts":%lld,"user":"user%04d","amount":%d,"currency":"EUR",)"
+          R"("tags":["%s","%s"],"ok":%s})",
+          static_cast<long long>(i), static_cast<long long>(1'700'000'000'000 + i * 17), user,
+          amount, tag1, tag2, ok ? "true" : "false");
+      payload.assign(event, static_cast<size_t>(len));
+      char name[16];
+      std::snprintf(name, sizeof name, "user%04d", user);
+      key = name;
+    } else {
+      char stamp[32];
+      std::snprintf(stamp, sizeof stamp, "%016lld", static_cast<long long>(now_us()));
+      std::memcpy(payload.data(), stamp, 16);
+      key = std::to_string(i);
+    }
     produce(producer, topic, payload.data(), payload.size(), key.data(), key.size());
     if ((i & 255) == 0) rd_kafka_poll(producer, 0);
   }
@@ -415,6 +516,43 @@ int run_measure(const Options& o) {
   return static_cast<int64_t>(latency_us.size()) == o.count ? 0 : 1;
 }
 
+int run_sums(const Options& o) {
+  if (o.topic.empty()) die("sums needs --topic");
+  rd_kafka_t* consumer = make_client(
+      RD_KAFKA_CONSUMER, o, {{"enable.partition.eof", "true"}, {"fetch.wait.max.ms", "10"}});
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(consumer);
+  rd_kafka_topic_t* t = nullptr;
+  const int partitions = start_all(consumer, o.topic, queue, &t);
+  std::unordered_map<std::string, std::string> last;
+  int64_t count = 0;
+  int at_end = 0;
+  const int64_t deadline = now_us() + o.timeout_s * 1'000'000;
+  while (!g_stop && at_end < partitions && now_us() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consume_queue(queue, 100);
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      ++at_end;
+    } else if (!m->err) {
+      ++count;
+      last[std::string(static_cast<const char*>(m->key), m->key_len)] =
+          std::string(static_cast<const char*>(m->payload), m->len);
+    }
+    rd_kafka_message_destroy(m);
+  }
+  std::vector<std::pair<std::string, std::string>> sorted(last.begin(), last.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::string out = "{\"count\": " + std::to_string(count) + ", \"last\": {";
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    out += (i ? ", \"" : "\"") + sorted[i].first + "\": \"" + sorted[i].second + "\"";
+  }
+  std::printf("%s}}\n", out.c_str());
+  for (int p = 0; p < partitions; ++p) rd_kafka_consume_stop(t, p);
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_topic_destroy(t);
+  rd_kafka_destroy(consumer);
+  return at_end == partitions ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -424,5 +562,6 @@ int main(int argc, char** argv) {
   if (o.mode == "loop") return run_loop(o);
   if (o.mode == "produce") return run_produce(o);
   if (o.mode == "measure") return run_measure(o);
-  die("unknown mode " + o.mode + " (loop, produce, measure)");
+  if (o.mode == "sums") return run_sums(o);
+  die("unknown mode " + o.mode + " (loop, produce, measure, sums)");
 }

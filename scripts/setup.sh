@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libsystemd-dev liblua5.4-dev libcli11-dev
   libsimdjson-dev libpq-dev postgresql
   kcat clang-format clang-tidy clang libclang-rt-14-dev
-  python3-streamz valgrind
+  python3-streamz valgrind mawk jq
   systemd dpkg-dev lintian chromium chromium-driver
 )
 

@@ -100,6 +100,16 @@ Status FromTextfile::start(Context /*ctx*/) {
   return {};
 }
 
+size_t FromTextfile::find_delimiter(std::string_view buf, size_t from) const noexcept {
+  if (delimiter_.size() == 1) {  // lines: memchr, which scans 16-32 bytes per step
+    if (from >= buf.size()) return std::string_view::npos;
+    const void* at = std::memchr(buf.data() + from, delimiter_[0], buf.size() - from);
+    return at == nullptr ? std::string_view::npos
+                         : static_cast<size_t>(static_cast<const char*>(at) - buf.data());
+  }
+  return buf.find(delimiter_, from);
+}
+
 Result<size_t> FromTextfile::read_chunk() {
   if (begin_ > 0) {  // drop what was emitted; keeps the buffer at one partial line + a chunk
     buf_.erase(0, begin_);
@@ -205,7 +215,7 @@ Result<SourceState> FromTextfile::poll(Context ctx, uint32_t budget) {
   };
   while (out_.size() < limit) {
     const std::string_view buf(buf_);
-    const size_t pos = buf.find(delimiter_, scan_);
+    const size_t pos = find_delimiter(buf, scan_);
     if (pos != std::string_view::npos) {
       if (Status st = take_line(ctx, pos); !st.is_ok()) return failed(std::move(st));
       begin_ = scan_ = pos + delimiter_.size();

@@ -371,6 +371,27 @@ Status Len::call_batch(Context /*ctx*/, Args in, std::span<Value> out) {
 
 // --- conversions ---------------------------------------------------------------------------
 
+namespace {
+
+// The common case of to_int on text, decided without the general path's whitespace,
+// underscore and range handling: 1 to 18 ASCII digits, with an optional '-' (18 digits
+// cannot overflow an int64). Anything else (nullopt) goes the general way, which gives the
+// same int for these texts (tests/unit/functions/functions_test.cc, ToIntFastPath).
+std::optional<int64_t> plain_decimal(std::string_view s) noexcept {
+  const bool negative = !s.empty() && s.front() == '-';
+  if (negative) s.remove_prefix(1);
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (const char c : s) {
+    const auto digit = static_cast<unsigned>(c - '0');
+    if (digit > 9) return std::nullopt;
+    v = v * 10 + static_cast<int64_t>(digit);
+  }
+  return negative ? -v : v;
+}
+
+}  // namespace
+
 Result<Value> ToInt::call(ValueRef x) {
   switch (x.kind()) {
     case SL_KIND_INT: return Value::borrow(x);
@@ -388,6 +409,7 @@ Result<Value> ToInt::call(ValueRef x) {
     }
     case SL_KIND_STRING:
     case SL_KIND_BYTES: {
+      if (std::optional<int64_t> i = plain_decimal(x.as_str())) return Value::integer(*i);
       const std::string_view text = trim_space(x.as_str());
       std::optional<std::string> t = drop_underscores(text);
       std::string_view digits = t ? std::string_view(*t) : std::string_view();

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "line_text.hpp"
 #include "sinks.hpp"
 
 namespace sluice::sinks {
@@ -20,14 +21,8 @@ Print::Print(Context /*ctx*/, const Config& cfg) : prefix_(cfg.get_string("prefi
 Status Print::process(Context /*ctx*/, uint32_t /*input*/, Batch batch) {
   text_.clear();
   for (const sl_message& m : batch) {
-    const ValueRef v(m.value);
     text_.append(prefix_);
-    if (v.is_string()) {
-      text_.append(v.as_str());
-    } else {
-      const Value json = v.json_dump();
-      text_.append(json.as_str());
-    }
+    append_display(text_, ValueRef(m.value));
     text_.push_back('\n');
   }
   // One locked stdio call per batch, flushed at once: a reader sees whole batches promptly.

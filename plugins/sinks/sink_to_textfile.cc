@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "line_text.hpp"
 #include "sinks.hpp"
 
 namespace sluice::sinks {
@@ -153,8 +154,7 @@ Status SinkToTextfile::start(Context ctx) {
 }
 
 Status SinkToTextfile::write(std::string_view text) {
-  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() ||
-      std::fputc('\n', file_) == EOF) {
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) {
     return io_error(errno, "write to");
   }
   return {};
@@ -164,18 +164,23 @@ Status SinkToTextfile::process(Context /*ctx*/, uint32_t /*input*/, Batch batch)
   if (file_ == nullptr) {
     return sdk::failed_precondition("sink_to_textfile: '" + path_ + "' is not open");
   }
+  // The batch's lines in one buffer, handed to stdio in one call.
+  text_.clear();
   for (const sl_message& m : batch) {
     const ValueRef v(m.value);
     if (json_) {
-      const Value text = v.json_dump();
-      SLUICE_SDK_RETURN_IF_ERROR(write(text.as_str()));
+      append_json(text_, v);
     } else if (v.is_string()) {
-      SLUICE_SDK_RETURN_IF_ERROR(write(v.as_str()));
+      text_.append(v.as_str());
     } else {
+      // The lines before it are written: they precede the bad element in the stream.
+      SLUICE_SDK_RETURN_IF_ERROR(write(text_));
       return sdk::invalid_argument("sink_to_textfile: format \"text\" writes strings only, got " +
                                    std::string(v.kind_name()) + " (use format = \"json\")");
     }
+    text_.push_back('\n');
   }
+  SLUICE_SDK_RETURN_IF_ERROR(write(text_));
   if (flush_each_batch_ && std::fflush(file_) != 0) return io_error(errno, "write to");
   return {};
 }

@@ -87,6 +87,7 @@ class SinkToTextfile final : public sdk::Sink {
   sdk::Status restore(sdk::Context ctx, sdk::ValueRef state) override;
 
  private:
+  /// Hands `text` (whole lines) to the file's stdio buffer.
   sdk::Status write(std::string_view text);
   /// Flushes, optionally fsyncs, and closes the file; the first failure wins.
   sdk::Status close_file(bool sync);
@@ -104,6 +105,7 @@ class SinkToTextfile final : public sdk::Sink {
   std::FILE* file_ = nullptr;
   int64_t durable_length_ = -1;             // at the last checkpoint_prepare; -1: none yet
   std::optional<int64_t> restored_length_;  // from restore(): open without truncating
+  std::string text_;                        // the batch's lines (reused)
 };
 
 }  // namespace sluice::sinks

@@ -291,8 +291,8 @@ class RandomTextTest(SluiceTestCase):
     """Differential fuzz of from_textfile -> sink_to_textfile json against a model in
     Python: random bytes (newlines, ASCII, high bytes, long runs), max_line_bytes 64 with
     skip, invalid UTF-8 replaced. Every output line must parse, and the lines must be the
-    model's: the file split at b"\\n" (even seeds) or b"\\r\\n" (odd ones, which also
-    cross the 64 KiB reads), lines over 64 bytes dropped, decoded with
+    model's: the file split at b"\\n" (even seeds: the memchr path) or b"\\r\\n" (odd ones:
+    the general delimiter search; both also cross the 256 KiB reads), lines over 64 bytes dropped, decoded with
     errors="replace", a last line without newline kept. Seeded: failures reproduce."""
 
     MAX = 64
@@ -311,8 +311,8 @@ class RandomTextTest(SluiceTestCase):
             elif kind == 3:
                 parts.append(rng.choice([b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80",
                                          b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"]))
-            elif kind == 4:  # sometimes past a 64 KiB read, to cross chunk boundaries
-                n = rng.randrange(60, 200) if rng.randrange(4) else rng.randrange(60000, 140000)
+            elif kind == 4:  # sometimes past a 256 KiB read, to cross chunk boundaries
+                n = rng.randrange(60, 200) if rng.randrange(4) else rng.randrange(60000, 300000)
                 parts.append(bytes([rng.choice([10, 13, 97, 0xc3, 0xa9])]) * n)
             else:
                 parts.append(b"\x00\t\r\n\"\\\r")

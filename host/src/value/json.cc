@@ -1,5 +1,7 @@
 #include "value/json.hpp"
 
+#include "value/json_ondemand.hpp"
+
 #include <simdjson.h>
 #include <boost/container/small_vector.hpp>
 
@@ -236,6 +238,11 @@ void append_base64(std::string& out, std::string_view s) {
 }  // namespace
 
 Result<Value> json_parse(std::string_view text) {
+  if (std::optional<Value> fast = json_parse_ondemand(text)) return std::move(*fast);
+  return json_parse_dom(text);
+}
+
+Result<Value> json_parse_dom(std::string_view text) {
   // One parser per thread: it keeps its buffers between documents.
   thread_local simdjson::dom::parser parser;
   simdjson::padded_string padded(text);

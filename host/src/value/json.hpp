@@ -15,7 +15,12 @@ namespace sluice::host {
 // lost digits); "-0" is the float -0.0; a number with a fraction or exponent is a float.
 // Nesting deeper than 1024 arrays/objects is an error (simdjson's limit), not a stack
 // overflow. Strings come out valid UTF-8 (simdjson checks).
+// Objects and arrays take the On-Demand fast path (json_ondemand.hpp); what it leaves
+// undecided (errors, scalars, the rare number and string cases) goes to json_parse_dom.
 [[nodiscard]] Result<Value> json_parse(std::string_view text);
+// The general path: simdjson's DOM, then a walk of its tape. The reference the fast path is
+// tested against; json_parse calls it for what the fast path leaves.
+[[nodiscard]] Result<Value> json_parse_dom(std::string_view text);
 
 // Append the compact JSON form of `v` to `out`, always valid UTF-8. Bytes become base64
 // strings; NaN and infinities the strings "NaN", "Infinity" and "-Infinity" (JSON has

@@ -291,7 +291,9 @@ sl_value bytes_wrap(const void* data, size_t size, sl_release_fn release, void* 
   return boxed(b);
 }
 
-sl_value array_create(const sl_value* items, size_t count) {
+namespace {
+// array_create's body: `adopt` takes the items' references over instead of adding one each.
+sl_value make_array(const sl_value* items, size_t count, bool adopt) {
   sl_block* b = allocate(SL_KIND_ARRAY, count, count * sizeof(sl_value));
   auto* out = reinterpret_cast<sl_value*>(payload(b));
   // One pass copies and ORs the kinds together (one instruction per item, no branch; a
@@ -305,21 +307,24 @@ sl_value array_create(const sl_value* items, size_t count) {
     kinds |= static_cast<uint32_t>(items[i].kind);
   }
   if (kinds >= SL_KIND_STRING) {
-    for (size_t i = 0; i < count; ++i) value_retain(items[i]);
+    if (!adopt) {
+      for (size_t i = 0; i < count; ++i) value_retain(items[i]);
+    }
   } else {
     b->flags = k_plain;
   }
   return boxed(b);
 }
 
-sl_value object_create(const sl_str* keys, const sl_value* values, size_t count) {
+// object_create's body: `adopt` takes the values' references over.
+sl_value make_object(const sl_str* keys, const sl_value* values, size_t count, bool adopt) {
   size_t key_bytes = 0;
   for (size_t i = 0; i < count; ++i) key_bytes += keys[i].size + 1;
   sl_block* b = allocate_object(count, key_bytes);
   ObjectView o = object_view(b);
   for (size_t i = 0; i < count; ++i) {
     uint32_t* slot = probe(o, keys[i], key_hash(keys[i]));
-    value_retain(values[i]);
+    if (!adopt) value_retain(values[i]);
     if (*slot != 0) {  // a repeated key keeps its first position and its last value
       value_release(std::exchange(o.values[*slot - 1], values[i]));
     } else {
@@ -327,6 +332,19 @@ sl_value object_create(const sl_str* keys, const sl_value* values, size_t count)
     }
   }
   return boxed(b);
+}
+}  // namespace
+
+sl_value array_create(const sl_value* items, size_t count) {
+  return make_array(items, count, false);
+}
+sl_value array_adopt(const sl_value* items, size_t count) { return make_array(items, count, true); }
+
+sl_value object_create(const sl_str* keys, const sl_value* values, size_t count) {
+  return make_object(keys, values, count, false);
+}
+sl_value object_adopt(const sl_str* keys, const sl_value* values, size_t count) {
+  return make_object(keys, values, count, true);
 }
 
 sl_str value_str(sl_value v) noexcept {

@@ -23,6 +23,11 @@ sl_value bytes_create(const void* data, size_t size);
 sl_value bytes_wrap(const void* data, size_t size, sl_release_fn release, void* private_data);
 sl_value array_create(const sl_value* items, size_t count);
 sl_value object_create(const sl_str* keys, const sl_value* values, size_t count);
+// array_create and object_create that take over the caller's references to the items
+// instead of adding their own (the caller must not release them afterwards): a decoder that
+// made the items for the container saves a retain and a release per boxed item. Host only.
+sl_value array_adopt(const sl_value* items, size_t count);
+sl_value object_adopt(const sl_str* keys, const sl_value* values, size_t count);
 sl_str value_str(sl_value v) noexcept;
 size_t value_size(sl_value v) noexcept;
 sl_value value_at(sl_value v, size_t index) noexcept;

@@ -298,6 +298,37 @@ TEST_F(FunctionsTest, DivAndModFollowPython) {
             "zero (division by zero)");
 }
 
+// to_int's fast path (1 to 18 ASCII digits, an optional '-') against its general path: the
+// same text with surrounding spaces (which only the general path takes) must give the same
+// int, and texts just outside the fast path's shape must still get the general path's answer.
+TEST_F(FunctionsTest, ToIntFastPathAgreesWithTheGeneralPath) {
+  for (std::string_view digits :
+       {"0", "-0", "7", "-7", "007", "-007", "42", "999999999999999999", "-999999999999999999",
+        "100000000000000000", "123456789012345678", "-123456789012345678"}) {
+    const std::string plain = "\"" + std::string(digits) + "\"";
+    const std::string padded = "\" " + std::string(digits) + "\\t\"";
+    const std::string fast = f("to_int", plain);
+    EXPECT_EQ(fast, f("to_int", padded)) << digits;
+    EXPECT_EQ(fast.find("error"), std::string::npos) << digits << ": " << fast;
+  }
+  EXPECT_EQ(f("to_int", R"("-0")"), "0");
+  EXPECT_EQ(f("to_int", R"("999999999999999999")"), "999999999999999999");
+  // 19 digits and more: the general path, with its range check.
+  EXPECT_EQ(f("to_int", R"("9223372036854775807")"), "9223372036854775807");
+  EXPECT_EQ(f("to_int", R"("-9223372036854775808")"), "-9223372036854775808");
+  EXPECT_EQ(f("to_int", R"("-9223372036854775809")"),
+            "error OUT_OF_RANGE: to_int: \"-9223372036854775809\" does not fit in a 64-bit int");
+  EXPECT_EQ(f("to_int", R"("1000000000000000000")"), "1000000000000000000");
+  // Not the fast path's shape: the general path decides, as before.
+  EXPECT_EQ(f("to_int", R"("+5")"), "5");
+  EXPECT_EQ(f("to_int", R"("1_000")"), "1000");
+  EXPECT_EQ(f("to_int", R"("12\r")"), "12");  // a CRLF file's line keeps its \r
+  for (const char* bad : {R"("-")", R"("--1")", R"("1-")", R"("1a")", R"("½")", R"("1.")"}) {
+    EXPECT_EQ(f("to_int", bad).substr(0, 48), "error INVALID_ARGUMENT: to_int: not a decimal in")
+        << bad;
+  }
+}
+
 TEST_F(FunctionsTest, Conversions) {
   EXPECT_EQ(f("to_int", "3.9"), "3");
   EXPECT_EQ(f("to_int", "-3.9"), "-3");
