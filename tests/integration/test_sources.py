@@ -8,7 +8,7 @@ import subprocess
 import time
 import unittest
 
-from sluice_it import EXIT_OK, EXIT_RUNTIME, SluiceTestCase, toml_str, wait_for
+from sluice_it import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, SluiceTestCase, toml_str, wait_for
 
 
 def to_file(source_toml, out_path, middle="", feed="src"):
@@ -89,10 +89,11 @@ n = 10
         self.stderr_line_with(r, "from_process", "killed by signal 9 (SIGKILL)")
 
     def test_missing_program(self):
+        # run checks the machine before it starts anything, as validate does.
         r, _ = self.run_process(["/nonexistent/sluice-no-such-program"])
-        self.assertExit(r, EXIT_RUNTIME)
+        self.assertExit(r, EXIT_INVALID)
         self.stderr_line_with(r, "cannot run '/nonexistent/sluice-no-such-program'",
-                              "No such file or directory")
+                              "not an executable file")
 
     def test_with_stderr_merges_stderr_into_the_lines(self):
         r, out = self.run_process(["sh", "-c", "echo a; echo b >&2; echo c"], with_stderr=True)

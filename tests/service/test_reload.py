@@ -173,6 +173,13 @@ class LiveReloadTest(ReloadBase):
                         read_text(err))
         return [int(p) for p in LISTENING.findall(read_text(err))]
 
+    def connect_to_new_listener(self, err):
+        """A connection to the HTTP source of a graph started again (drained, or the previous
+        config): the second listener the log names (the port was 0)."""
+        conn = httpclient.HTTPConnection("127.0.0.1", self.ports(err, 2)[-1], timeout=10)
+        self.addCleanup(conn.close)
+        return conn
+
     def post_all(self, conn, bodies):
         for body in bodies:
             conn.request("POST", "/", body=body.encode())
@@ -270,9 +277,7 @@ dir = {toml_str(self.path("cp"))}
         log = read_text(err)
         self.assertIn("node 'out' keeps checkpointed state and changes", log)
         self.assertIn("reload: old graph drained", log)
-        port = self.ports(err, 2)[-1]
-        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
-        self.addCleanup(conn.close)
+        conn = self.connect_to_new_listener(err)
         self.post_all(conn, ["two"])
         self.assertTrue(wait_for(lambda: lines(other) == ['"TWO"'], 10), read_text(err))
         self.assertEqual(lines(out), ['"ONE"'])
@@ -346,9 +351,7 @@ path = {toml_str(seeds)}
         self.assertIn("reload: not in place: node 'seed' has ended", log)
         self.assertIn("reload: old graph drained", log)
         # The new graph runs from the start: the seeds again, the new operator.
-        port = self.ports(err, 2)[-1]
-        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
-        self.addCleanup(conn.close)
+        conn = self.connect_to_new_listener(err)
         self.post_all(conn, ["MiXed"])
         self.assertTrue(wait_for(lambda: lines(out) == ['"mixed"'], 10), read_text(err))
         proc.send_signal(signal.SIGTERM)
@@ -566,9 +569,7 @@ path = {toml_str(seeds)}
         self.assertIsNone(proc.poll(), "sluiced exited after a reload that failed to start")
 
         # The previous graph runs again (a new listener: the port was 0) and takes data.
-        port = self.ports(err, 2)[-1]
-        conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=10)
-        self.addCleanup(conn.close)
+        conn = self.connect_to_new_listener(err)
         self.post_all(conn, ["again"])
         self.assertTrue(wait_for(lambda: lines(out) == ['"AGAIN"'], 10), read_text(err))
         self.assertTrue(wait_for(lambda: http("GET", base + "/readyz")[0] == 200, 10))
