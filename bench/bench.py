@@ -33,6 +33,7 @@ import tempfile
 import time
 
 import checkpoint_bench  # benchmark 5, beside this file
+from bench_support import Skip, log  # beside this file
 import e2e_bench  # benchmark 8, beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,12 +61,6 @@ PIPELINES = ["chain3", "map10", "window10_sum", "wordcount"]
 OPERATORS = {"chain3": 3, "map10": 10, "window10_sum": 2, "wordcount": 3}
 
 
-class Skip(Exception):
-    """A benchmark that cannot run here (missing tool or package)."""
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def run_json(cmd, timeout, **kw):
@@ -712,7 +707,7 @@ def main():
         def attempt(name, fn):
             try:
                 out[name] = fn()
-            except (Skip, checkpoint_bench.Skip, e2e_bench.Skip) as e:
+            except Skip as e:
                 skipped.append(name)
                 log(f"\n{name}: SKIPPED: {e}")
             except Exception as e:  # report, run the others, fail at the end

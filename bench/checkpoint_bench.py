@@ -26,17 +26,15 @@ restored) is printed PASS/MISS; it never changes the exit status.
 
 bench/bench.py calls checkpoint_bench(build, mode, tmp); run alone, this file does the same.
 """
-import argparse
-import json
 import os
 import pickle
 import re
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
+
+from bench_support import Skip, log, run  # beside this file
 
 SIZES = {"full": 1_000_000, "quick": 200_000, "smoke": 10_000}  # mode -> keys of state
 TARGET_KEYS = 1_000_000
@@ -52,12 +50,6 @@ RE_RESTORED = re.compile(r"task 0: checkpoint epoch (\d+) restored into (\d+) no
 RE_RUNNING = re.compile(r"pipeline '[^']*' running")
 
 
-class Skip(Exception):
-    """The benchmark cannot run here (sluiced or the plugins are not built)."""
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def key(i):
@@ -346,28 +338,10 @@ def checkpoint_bench(build, mode, tmp):
     return r
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--build-dir", default=os.environ.get("SLUICE_BUILD_DIR", "build"))
-    ap.add_argument("--json", help="also write the figures to this file")
-    args = ap.parse_args()
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
-    build = os.path.abspath(args.build_dir)
+def banner(build, mode):
     log(f"sluice checkpoint benchmark ({mode}), build {build}, {os.cpu_count()} CPUs, "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
-    with tempfile.TemporaryDirectory(prefix="sluice-ckpt-bench-") as tmp:
-        try:
-            r = checkpoint_bench(build, mode, tmp)
-        except Skip as e:
-            log(f"checkpoint: SKIPPED: {e}")
-            return 77
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=1)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, "checkpoint", checkpoint_bench, banner)

@@ -38,15 +38,14 @@ Targets (issue 20): ints >= 3x mawk and >= 200x streamz; ndjson >= 10x jq and >=
 streamz; printed PASS/MISS, they never change the exit status (a tool that fails or
 disagrees does: RuntimeError). bench/bench.py calls e2e_bench(build, mode, tmp).
 """
-import argparse
 import json
 import os
 import random
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
+
+from bench_support import Skip, log, run  # beside this file
 
 SIZES = {  # mode -> (ints, events, runs)
     "full": dict(ints=2_000_000, events=1_000_000, runs=3),
@@ -61,12 +60,6 @@ KAFKA_TARGET = 0.80  # sluiced's rate / the raw loop's
 KAFKA_SIZES = {"full": (1_000_000, 64), "quick": (300_000, 64), "smoke": (20_000, 8)}
 
 
-class Skip(Exception):
-    """The benchmark cannot run here (sluiced or the plugins are not built)."""
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def median(xs):
@@ -510,26 +503,5 @@ def e2e_bench(build, mode, tmp):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--build-dir", default=os.environ.get("SLUICE_BUILD_DIR", "build"))
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--json", help="also write the figures to this file")
-    args = ap.parse_args()
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
-    with tempfile.TemporaryDirectory(prefix="sluice-e2e-") as tmp:
-        try:
-            out = e2e_bench(os.path.abspath(args.build_dir), mode, tmp)
-        except Skip as e:
-            log(f"e2e: SKIPPED: {e}")
-            return 77
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, "e2e", e2e_bench)

@@ -19,7 +19,6 @@ Figures: rows/s (median of 3) and each as a ratio to copy's median in the same r
 noise of a shared machine cancels out. The table is checked after each run (N rows).
 bench/bench.py calls postgres_bench(build, mode, tmp); run alone, this file does the same.
 """
-import argparse
 import json
 import os
 import statistics
@@ -28,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from bench_support import Skip, log, run  # beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "postgres"))
 
@@ -35,12 +36,6 @@ SIZES = {"full": 500_000, "quick": 100_000, "smoke": 2_000}
 REPEAT = {"full": 3, "quick": 3, "smoke": 1}
 
 
-class Skip(Exception):
-    """The benchmark cannot run here."""
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def postgres_bench(build, mode, tmp):
@@ -130,27 +125,5 @@ batch_rows = 1000
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--build-dir", default=os.environ.get("SLUICE_BUILD_DIR", "build"))
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
-    with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
-        os.chmod(tmp, 0o755)
-        try:
-            out = postgres_bench(os.path.abspath(args.build_dir), mode, tmp)
-        except Skip as e:
-            log(f"postgres: SKIPPED: {e}")
-            return 77
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(__doc__, "postgres", postgres_bench)
