@@ -8,7 +8,8 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
   libboost-dev librdkafka-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsystemd-dev liblua5.4-dev libcli11-dev
-  libsimdjson-dev libpq-dev postgresql
+  libsimdjson-dev libpq-dev postgresql libcurl4-openssl-dev libmosquitto-dev mosquitto
+  mosquitto-clients zlib1g-dev
   kcat clang-format clang-tidy clang libclang-rt-14-dev
   python3-streamz valgrind mawk jq
   systemd dpkg-dev lintian chromium chromium-driver

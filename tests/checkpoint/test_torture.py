@@ -100,20 +100,38 @@ exactly_once = {"true" if self.exactly_once else "false"}
         t.start()
         self.addCleanup(t.join)
 
-        restores = 0
+        # Three kills in four land after the checkpoint coordinator has decided between a
+        # restore and a fresh start (a random point in the replay, processing or a
+        # checkpoint); the fourth at a random point of the start-up itself. Kill times are
+        # measured from that decision, not from the spawn: a loaded machine may take longer
+        # than the whole window only to start.
+        restores, first_restore = 0, None
         for k in range(KILLS):
             proc, _, err = self.spawn("run", cfg)
-            time.sleep(rng.uniform(0.02, 0.15))
+            in_startup = rng.random() < 0.25
+            if in_startup:
+                time.sleep(rng.uniform(0.0, 0.05))
+            else:
+                decided = wait_for(lambda: proc.poll() is not None or any(
+                    s in self.read(err) for s in ("restoring checkpoint epoch", "starting fresh")), 30)
+                self.assertTrue(decided, f"no restore and no fresh start within 30 s "
+                                         f"(seed {SEED}):\n{self.read(err)}")
+                time.sleep(rng.uniform(0.02, 0.15))
             if proc.poll() is not None:
                 self.fail(f"sluiced exited by itself (code {proc.returncode}) before kill {k} "
                           f"(seed {SEED}):\n{self.read(err)}")
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            if "restoring checkpoint epoch" in self.read(err):
+            log = self.read(err)
+            if "restoring checkpoint epoch" in log:
                 restores += 1
+                first_restore = k if first_restore is None else first_restore
+            elif first_restore is not None and not in_startup:
+                # A checkpoint, once restored, survives every later SIGKILL.
+                self.fail(f"start {k} found no checkpoint after start {first_restore} had "
+                          f"restored one (seed {SEED}):\n{log}")
         self.assertTrue(done.wait(120), "the input writer did not finish")
-        # Every kill after the first checkpoint restarted from one.
-        self.assertGreaterEqual(restores, KILLS // 2, f"seed {SEED}")
+        self.assertGreater(restores, 0, f"no start ever restored a checkpoint (seed {SEED})")
 
         final, _, err = self.spawn("run", cfg)
         # Signals are handled once the daemon runs (before that SIGTERM kills it).
