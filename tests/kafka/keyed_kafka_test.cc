@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -254,6 +255,12 @@ sl_status fake_revoked(sl_context* ctx, const uint32_t* groups, size_t count) {
   return SL_OK;
 }
 
+std::string groups_text(const std::vector<uint32_t>& groups) {
+  std::string out = "[";
+  for (uint32_t g : groups) out += (out.size() > 1 ? "," : "") + std::to_string(g);
+  return out + "]";
+}
+
 class FromKafkaGroupsTest : public KafkaStoreSharedTest {
  protected:
   void SetUp() override {
@@ -446,6 +453,20 @@ config = { "fetch.wait.max.ms" = "10", "session.timeout.ms" = "6000", "heartbeat
     int status = 0;
     ::waitpid(other, &status, 0);
   }
+  // On a failure: the calls in their order and the other member's log (the mock's
+  // rebalances under load are what this test depends on).
+  std::string history = "calls:";
+  for (size_t i = 0, r = 0; i < g_calls.assigned.size() || r < g_calls.revoked.size();) {
+    if (i < g_calls.assigned.size()) history += " assigned" + groups_text(g_calls.assigned[i++]);
+    if (r < g_calls.revoked.size()) history += " revoked" + groups_text(g_calls.revoked[r++]);
+  }
+  {
+    std::ifstream in(dir / "other.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    history +=
+        "\nthe other member's log (end):\n" + log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+  }
+  SCOPED_TRACE(history);
   ASSERT_TRUE(st.is_ok()) << st.message();
   ASSERT_GT(other, 0) << "sluiced did not start";
 
