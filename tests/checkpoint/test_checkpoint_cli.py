@@ -43,9 +43,6 @@ path = "out.jsonl"
 
 class CheckpointCliTest(SluiceTestCase):
 
-    def wait_log(self, err_path, needle, timeout=20):
-        return wait_for(lambda: needle in self.read(err_path), timeout)
-
     def run_until_checkpoint_then_term(self, cfg, needle="checkpoint epoch"):
         proc, _, err = self.spawn("run", cfg)
         self.assertTrue(self.wait_log(err, needle), self.read(err))

@@ -26,9 +26,6 @@ class ExamplePluginsTest(SluiceTestCase):
         return super().env(plugin_path=f"{PLUGIN_DIR}:{EXAMPLES}" if plugin_path is None
                            else plugin_path, **extra)
 
-    def wait_log(self, err_path, needle, timeout=30):
-        return wait_for(lambda: needle in self.read(err_path), timeout)
-
     def lines(self, name):
         p = self.path(name)
         if not os.path.exists(p):

@@ -183,6 +183,10 @@ class SluiceTestCase(unittest.TestCase):
         self._procs.append(proc)
         return proc, out_path, err_path
 
+    def wait_log(self, err_path, needle, timeout=30):
+        """Waits until the file `err_path` (a spawned sluiced's stderr) holds `needle`."""
+        return wait_for(lambda: needle in self.read(err_path), timeout)
+
     def _kill_leftovers(self):
         for p in self._procs:
             if p.poll() is None:

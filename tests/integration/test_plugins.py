@@ -9,7 +9,7 @@ import stat
 import struct
 import unittest
 
-from sluice_it import (EXIT_INVALID, EXIT_OK, SluiceTestCase, broken, line_col,
+from sluice_it import (EXIT_INVALID, EXIT_OK, PLUGIN_DIR, SluiceTestCase, broken, line_col,
                        plugin_file, toml_str)
 
 
@@ -274,3 +274,72 @@ class UnsafePluginFileTest(SluiceTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PluginCacheTest(SluiceTestCase):
+    """The plugin cache (docs/OPERATIONS.md): once a start has seen the plugins, the next
+    one opens only those its config uses, which a user sees in the running process's
+    memory map; with the cache off, every plugin is mapped again."""
+
+    def running_maps(self, env, cfg):
+        proc, _, err = self.spawn("run", cfg, env=env)
+        self.assertTrue(self.wait_log(err, "running"), self.read(err))
+        with open(f"/proc/{proc.pid}/maps", encoding="utf-8") as f:
+            maps = f.read()
+        proc.terminate()
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+        return {os.path.basename(line.split()[-1]) for line in maps.splitlines()
+                if line.split()[-1].endswith(".so") or ".so." in line.split()[-1]}
+
+    def test_a_warm_start_maps_only_the_plugins_it_uses(self):
+        cache = self.path("cache/plugins.json")
+        self.write("in.txt", "")
+        cfg = self.write("p.toml", f"""
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+follow = true
+[sinks.out]
+type = "print"
+inputs = ["lines"]
+""")
+        everything = {os.path.basename(plugin_file(PLUGIN_DIR, stem))
+                      for stem in ("core_ops", "sinks")}
+        unused = [f for f in os.listdir(PLUGIN_DIR)
+                  if f.endswith(".so") and "core_ops" not in f and "sinks" not in f]
+        self.assertTrue(unused, f"the build made only core_ops and sinks: {os.listdir(PLUGIN_DIR)}")
+
+        cold = self.running_maps(self.env(SLUICE_PLUGIN_CACHE=cache), cfg)
+        self.assertTrue(set(unused) <= cold, f"a cold start opens every plugin: {sorted(cold)}")
+        self.assertTrue(os.path.exists(cache), "the first start wrote no cache")
+        self.assertEqual(stat.S_IMODE(os.stat(cache).st_mode) & 0o077, 0)
+
+        warm = self.running_maps(self.env(SLUICE_PLUGIN_CACHE=cache), cfg)
+        self.assertTrue(everything <= warm, sorted(warm))
+        self.assertEqual(set(unused) & warm, set(), "a warm start opened unused plugins")
+        if any("kafka" in f for f in unused):
+            self.assertFalse(any(f.startswith("librdkafka") for f in warm), sorted(warm))
+
+        off = self.running_maps(self.env(SLUICE_PLUGIN_CACHE="off"), cfg)
+        self.assertTrue(set(unused) <= off, sorted(off))
+
+    def test_validate_and_plugins_see_every_type_through_the_cache(self):
+        cache = self.path("cache/plugins.json")
+        env = self.env(SLUICE_PLUGIN_CACHE=cache)
+        listed = self.sluiced("plugins", "--json", env=env)
+        self.assertExit(listed, EXIT_OK)
+        self.assertTrue(os.path.exists(cache), "`sluiced plugins` wrote no cache")
+        # An unknown type's message lists the names of plugins the start did not open.
+        cfg = self.write("bad.toml", """
+[sources.numbers]
+type = "from_iterablx"
+values = [1]
+[sinks.out]
+type = "print"
+inputs = ["numbers"]
+""")
+        r = self.sluiced("validate", cfg, env=env)
+        self.assertExit(r, EXIT_INVALID)
+        self.assertInStderr("from_iterable", r)
+        if any("kafka" in f for f in os.listdir(PLUGIN_DIR)):
+            self.assertInStderr("from_kafka", r)

@@ -160,6 +160,8 @@ int plugins_command(const std::filesystem::path& config, bool json, const Plugin
   // List what loaded even when some plugin was refused; the exit code says so.
   auto registry = std::make_unique<PluginRegistry>();
   PluginLoader loader(*registry, host_api_table());
+  // Every plugin opens to be listed; the plugin cache is brought up to date on the way.
+  loader.use_cache(PluginCache::default_path(), PluginCacheUse::refresh);
   auto problems = loader.load_search_path(plugin_search_path(all));
   for (const auto& p : problems) fmt::print(stderr, "error: plugin: {}\n", p.message);
   if (registry->plugins().empty()) {

@@ -43,6 +43,9 @@ Diagnosed<std::unique_ptr<PluginRegistry>> load_plugins(
     return out;
   }
   PluginLoader loader(*registry, host_api_table());
+  // Plugins the cache knows open when the config first names one of their types,
+  // functions or stores (the validation below): a start pays only for what it uses.
+  loader.use_cache(PluginCache::default_path(), PluginCacheUse::defer);
   for (const auto& p : loader.load_search_path(plugin_search_path(dirs))) {
     if (const PluginDirOrigin* o = origin_of(p.file, origins)) {
       out.diagnostics.push_back({Severity::error, o->pos, "", "plugin_dirs", p.message});
@@ -87,7 +90,11 @@ Diagnosed<LoadedPipeline> load_document(ConfigDocument& doc,
   std::vector<Diagnostic> expanded = expand_repartitions(doc);
   out.diagnostics.insert(out.diagnostics.end(), expanded.begin(), expanded.end());
   auto validated = validate_config(doc, *registry, options);
-  if (failed(validated) || !expanded.empty()) return out;
+  // A deferred plugin that failed to open now is refused as at discovery.
+  for (std::string& problem : registry->take_open_problems()) {
+    out.diagnostics.push_back(plain_error("plugin: " + std::move(problem)));
+  }
+  if (failed(validated) || !expanded.empty() || out.has_errors()) return out;
   out.value = LoadedPipeline{std::move(doc), std::move(*validated.value)};
   out.value->spec.registry = std::move(registry);
   out.value->spec.secrets = out.value->document->secrets;

@@ -295,9 +295,82 @@ std::vector<LoadProblem> PluginLoader::load_directory(const fs::path& dir) {
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    if (Status s = load_file(f); !s.is_ok()) problems.push_back({f, s.message()});
+    if (cache_use_ == PluginCacheUse::defer) {
+      std::error_code canonical_error;
+      const fs::path canonical = fs::canonical(f, canonical_error);
+      if (!canonical_error && defer_cached(canonical)) continue;
+    }
+    if (Status s = load_file(f); !s.is_ok()) {
+      problems.push_back({f, s.message()});
+    } else if (cache_use_ != PluginCacheUse::none) {
+      remember(f);
+    }
   }
   return problems;
+}
+
+void PluginLoader::use_cache(fs::path path, PluginCacheUse use) {
+  cache_path_ = std::move(path);
+  cache_use_ = cache_path_.empty() ? PluginCacheUse::none : use;
+  if (cache_use_ == PluginCacheUse::none) return;
+  cache_ = PluginCache::read(cache_path_);
+  // Opens a deferred plugin when a lookup first needs it, with every check of load_file;
+  // when the cache was wrong about it, corrects the cache for the next start.
+  registry_.set_deferred_opener([&registry = registry_, host = host_, cache_path = cache_path_](
+                                    const CachedPlugin& cached) -> Result<CachedPlugin> {
+    PluginLoader loader(registry, host);
+    SLUICE_RETURN_IF_ERROR(loader.load_file(cached.file));
+    struct stat st {};
+    const FileIdentity identity =
+        ::stat(cached.file.c_str(), &st) == 0 ? FileIdentity::of(st) : FileIdentity{};
+    for (const auto& p : registry.plugins()) {
+      if (p->file != cached.file) continue;
+      CachedPlugin actual = CachedPlugin::describe(*p, identity);
+      if (!actual.same_names(cached)) {
+        PluginCache fixed = PluginCache::read(cache_path);
+        fixed.put(actual);
+        (void)fixed.write(cache_path);  // a cache that cannot be written is no error
+      }
+      return actual;
+    }
+    return Status(SL_INTERNAL,
+                  fmt::format("{}: loaded, but not in the registry", cached.file.string()));
+  });
+}
+
+bool PluginLoader::defer_cached(const fs::path& file) {
+  if (std::find(loaded_files_.begin(), loaded_files_.end(), file) != loaded_files_.end()) {
+    return true;  // reached twice (two search entries, or a symlink)
+  }
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const CachedPlugin* cached = cache_.find(file, FileIdentity::of(st));
+  // A file others could change, or whose names another plugin has, is opened now: the
+  // refusal is then the same as without a cache.
+  if (!cached || !check_mode_and_owner(file, st).is_ok() || registry_.provides_any_of(*cached)) {
+    return false;
+  }
+  registry_.defer(*cached);
+  loaded_files_.push_back(file);
+  return true;
+}
+
+void PluginLoader::remember(const fs::path& file) {
+  std::error_code ec;
+  const fs::path canonical = fs::canonical(file, ec);
+  struct stat st {};
+  if (ec || ::stat(canonical.c_str(), &st) != 0) return;
+  for (const auto& p : registry_.plugins()) {
+    if (p->file != file) continue;
+    CachedPlugin learned = CachedPlugin::describe(*p, FileIdentity::of(st));
+    learned.file = canonical;
+    const CachedPlugin* known = cache_.find(canonical, learned.identity);
+    if (!known || !known->same_names(learned)) {
+      cache_.put(std::move(learned));
+      cache_changed_ = true;
+    }
+    return;
+  }
 }
 
 std::vector<LoadProblem> PluginLoader::load_search_path(const std::vector<fs::path>& dirs) {
@@ -319,6 +392,11 @@ std::vector<LoadProblem> PluginLoader::load_search_path(const std::vector<fs::pa
   }
   const fs::path fallback = default_plugin_dir();
   registry_.record_search(std::move(searched), fs::is_directory(fallback) ? fs::path() : fallback);
+  if (cache_use_ != PluginCacheUse::none && cache_changed_) {
+    cache_.prune();
+    (void)cache_.write(cache_path_);  // a cache that cannot be written is no error
+    cache_changed_ = false;
+  }
   return problems;
 }
 

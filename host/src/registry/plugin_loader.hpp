@@ -38,6 +38,14 @@ struct LoadProblem {
   std::string message;  // already names the file
 };
 
+// How load_directory uses the plugin cache (registry/plugin_cache.hpp).
+enum class PluginCacheUse {
+  none,     // open every plugin; the cache is neither read nor written
+  defer,    // plugins the cache describes are deferred (opened on first use); the cache
+            // learns the others
+  refresh,  // open every plugin and rewrite the cache from what they provide
+};
+
 class PluginLoader {
  public:
   // Plugins loaded here are handed `host`; so is every validate callback of
@@ -58,12 +66,26 @@ class PluginLoader {
   std::vector<LoadProblem> load_directory(const std::filesystem::path& dir);
 
   // load_directory over the search path; a directory loaded once is not loaded again.
+  // With a cache, writes it at the end when it learned something.
   std::vector<LoadProblem> load_search_path(const std::vector<std::filesystem::path>& dirs);
 
+  // Uses the plugin cache at `path` (empty: none) for the directories loaded after this.
+  void use_cache(std::filesystem::path path, PluginCacheUse use);
+
  private:
+  // Defers `file` (canonical) when the cache describes it as it is now and no name of it
+  // is taken; false when it has to be opened.
+  bool defer_cached(const std::filesystem::path& file);
+  // After `file` loaded: the cache learns what it provides.
+  void remember(const std::filesystem::path& file);
+
   PluginRegistry& registry_;
   const sl_host_api* host_;
-  std::vector<std::filesystem::path> loaded_files_;  // canonical paths
+  std::vector<std::filesystem::path> loaded_files_;  // canonical paths (deferred ones too)
+  PluginCacheUse cache_use_ = PluginCacheUse::none;
+  std::filesystem::path cache_path_;
+  PluginCache cache_;
+  bool cache_changed_ = false;
 };
 
 }  // namespace sluice::host

@@ -3,12 +3,14 @@
 #include "value/json.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <utility>
 
 namespace sluice::host {
 namespace {
@@ -360,6 +362,7 @@ std::string_view function_kind_name(int32_t kind) {
 
 Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesystem::path& file,
                                   std::shared_ptr<void> library) {
+  std::lock_guard lock(mutex_);
   const std::string where = file.string();
   if (!descriptor)
     return Status(SL_INVALID_ARGUMENT, fmt::format("{}: entry point returned NULL", where));
@@ -383,6 +386,11 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
   }
   if (!valid_name(d.name))
     return Status(SL_INVALID_ARGUMENT, fmt::format("{}: plugin has no valid name", where));
+  // A deferred plugin of the same name is opened first, so that the duplicate is refused
+  // as it would be had every plugin been opened at discovery (so are the names below:
+  // the find_* calls open the deferred plugin that provides one).
+  while (open_deferred_if([&](const CachedPlugin& c) { return c.name == d.name; })) {
+  }
   for (const auto& p : plugins_) {
     if (p->name == d.name) {
       return Status(SL_ALREADY_EXISTS, fmt::format("{}: plugin '{}' is already loaded from {}",
@@ -565,39 +573,164 @@ Status PluginRegistry::add_plugin(const sl_plugin* descriptor, const std::filesy
   return Status::ok();
 }
 
+void PluginRegistry::set_deferred_opener(DeferredOpener open) {
+  std::lock_guard lock(mutex_);
+  open_deferred_ = std::move(open);
+}
+
+void PluginRegistry::defer(CachedPlugin plugin) {
+  std::lock_guard lock(mutex_);
+  deferred_.push_back(std::move(plugin));
+}
+
+bool PluginRegistry::provides_any_of(const CachedPlugin& plugin) const {
+  std::lock_guard lock(mutex_);
+  auto shares_a_name = [&](const CachedPlugin& other) {
+    auto common = [](const auto& a, const auto& b) {
+      return std::any_of(a.begin(), a.end(), [&](const auto& x) {
+        return std::find(b.begin(), b.end(), x) != b.end();
+      });
+    };
+    std::vector<std::string> types, other_types;
+    for (const auto& t : plugin.node_types) types.push_back(t.first);
+    for (const auto& t : other.node_types) other_types.push_back(t.first);
+    return other.name == plugin.name || common(types, other_types) ||
+           common(plugin.functions, other.functions) || common(plugin.stores, other.stores);
+  };
+  if (std::any_of(deferred_.begin(), deferred_.end(), shares_a_name)) return true;
+  return std::any_of(plugins_.begin(), plugins_.end(),
+                     [&](const auto& p) { return p->name == plugin.name; }) ||
+         std::any_of(plugin.node_types.begin(), plugin.node_types.end(),
+                     [&](const auto& t) { return node_types_by_name_.contains(t.first); }) ||
+         std::any_of(plugin.functions.begin(), plugin.functions.end(),
+                     [&](const auto& f) { return functions_by_name_.contains(f); }) ||
+         std::any_of(plugin.stores.begin(), plugin.stores.end(),
+                     [&](const auto& st) { return stores_by_name_.contains(st); });
+}
+
+size_t PluginRegistry::deferred_count() const {
+  std::lock_guard lock(mutex_);
+  return deferred_.size();
+}
+
+void PluginRegistry::open_deferred() const {
+  std::lock_guard lock(mutex_);
+  while (open_deferred_if([](const CachedPlugin&) { return true; })) {
+  }
+}
+
+std::vector<std::string> PluginRegistry::take_open_problems() const {
+  std::lock_guard lock(mutex_);
+  return std::exchange(open_problems_, {});
+}
+
+bool PluginRegistry::open_deferred_if(
+    const std::function<bool(const CachedPlugin&)>& wanted) const {
+  auto it = std::find_if(deferred_.begin(), deferred_.end(), wanted);
+  if (it == deferred_.end()) return false;
+  CachedPlugin plugin = std::move(*it);
+  deferred_.erase(it);  // before opening: the open may look names up again
+  open_one(std::move(plugin));
+  return true;
+}
+
+void PluginRegistry::open_one(CachedPlugin plugin) const {
+  if (!open_deferred_) {
+    open_problems_.push_back(
+        fmt::format("{}: deferred plugin, and nothing to open it with", plugin.file.string()));
+    return;
+  }
+  Result<CachedPlugin> opened = open_deferred_(plugin);
+  if (!opened.is_ok()) {
+    open_problems_.emplace_back(opened.status().message());
+    return;
+  }
+  if (!opened->same_names(plugin)) {
+    // The cache was wrong about this file (a plugin that registers what it finds at load,
+    // or an edited cache): then it may be wrong about others too. Open them all, as
+    // without a cache; the opener has corrected the cache for the next start.
+    spdlog::warn(
+        "plugin cache: {} provides other names than the cache said; opening every "
+        "plugin",
+        plugin.file.string());
+    while (open_deferred_if([](const CachedPlugin&) { return true; })) {
+    }
+  }
+}
+
 const NodeTypeInfo* PluginRegistry::find_node_type(std::string_view name) const {
-  auto it = node_types_by_name_.find(name);
-  return it == node_types_by_name_.end() ? nullptr : it->second;
+  std::lock_guard lock(mutex_);
+  for (bool opened = true; opened;) {
+    if (auto it = node_types_by_name_.find(name); it != node_types_by_name_.end()) {
+      return it->second;
+    }
+    opened = open_deferred_if([&](const CachedPlugin& c) {
+      return std::any_of(c.node_types.begin(), c.node_types.end(),
+                         [&](const auto& t) { return t.first == name; });
+    });
+  }
+  return nullptr;
 }
 
 const FunctionInfo* PluginRegistry::find_function(std::string_view name) const {
-  auto it = functions_by_name_.find(name);
-  return it == functions_by_name_.end() ? nullptr : it->second;
+  std::lock_guard lock(mutex_);
+  for (bool opened = true; opened;) {
+    if (auto it = functions_by_name_.find(name); it != functions_by_name_.end()) return it->second;
+    opened = open_deferred_if([&](const CachedPlugin& c) {
+      return std::find(c.functions.begin(), c.functions.end(), name) != c.functions.end();
+    });
+  }
+  return nullptr;
 }
 
+const StoreInfo* PluginRegistry::find_store(std::string_view name) const {
+  std::lock_guard lock(mutex_);
+  for (bool opened = true; opened;) {
+    if (auto it = stores_by_name_.find(name); it != stores_by_name_.end()) return it->second;
+    opened = open_deferred_if([&](const CachedPlugin& c) {
+      return std::find(c.stores.begin(), c.stores.end(), name) != c.stores.end();
+    });
+  }
+  return nullptr;
+}
+
+namespace {
+// Sorted and without repeats: loaded names and those of deferred plugins together.
+std::vector<std::string> sorted_unique(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+}  // namespace
+
 std::vector<std::string> PluginRegistry::node_type_names(int32_t role) const {
+  std::lock_guard lock(mutex_);
   std::vector<std::string> out;
   for (const auto& [name, info] : node_types_by_name_) {
     if (info->role == role) out.push_back(name);
   }
-  return out;
-}
-
-const StoreInfo* PluginRegistry::find_store(std::string_view name) const {
-  auto it = stores_by_name_.find(name);
-  return it == stores_by_name_.end() ? nullptr : it->second;
+  for (const auto& d : deferred_) {
+    for (const auto& [name, r] : d.node_types) {
+      if (r == role) out.push_back(name);
+    }
+  }
+  return sorted_unique(std::move(out));
 }
 
 std::vector<std::string> PluginRegistry::store_names() const {
+  std::lock_guard lock(mutex_);
   std::vector<std::string> out;
   for (const auto& [name, info] : stores_by_name_) out.push_back(name);
-  return out;
+  for (const auto& d : deferred_) out.insert(out.end(), d.stores.begin(), d.stores.end());
+  return sorted_unique(std::move(out));
 }
 
 std::vector<std::string> PluginRegistry::function_names() const {
+  std::lock_guard lock(mutex_);
   std::vector<std::string> out;
   for (const auto& [name, info] : functions_by_name_) out.push_back(name);
-  return out;
+  for (const auto& d : deferred_) out.insert(out.end(), d.functions.begin(), d.functions.end());
+  return sorted_unique(std::move(out));
 }
 
 void PluginRegistry::record_search(std::vector<std::filesystem::path> dirs,

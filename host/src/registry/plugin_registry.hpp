@@ -1,17 +1,22 @@
 // The plugin registry: every node type and named function the loaded plugins
-// provide, indexed by name. Descriptors are copied into host-side structs at
+// provide, indexed by name. Plugins the plugin cache describes may be registered
+// deferred: the first lookup of a name one provides opens it (the find_* functions are
+// const, lock, and may load a library). Descriptors are copied into host-side structs at
 // registration, reading only the fields inside each struct's struct_size, so an
 // older plugin with smaller structs works and the rest of the host never has
 // to think about ABI versions.
 #pragma once
 
 #include "common/result.hpp"
+#include "registry/plugin_cache.hpp"
 
 #include <sluice/sluice.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -120,6 +125,23 @@ class PluginRegistry {
   Status add_plugin(const sl_plugin* descriptor, const std::filesystem::path& file,
                     std::shared_ptr<void> library);
 
+  // Opens a deferred plugin (PluginLoader's checks and dlopen) and says what it really
+  // provides; PluginLoader sets it when it defers plugins.
+  using DeferredOpener = std::function<Result<CachedPlugin>(const CachedPlugin&)>;
+  void set_deferred_opener(DeferredOpener open);
+  // Registers a plugin known from the plugin cache without opening it: the first find_*
+  // of a name it provides (or a plugin added later that claims one of its names) opens it.
+  // Its names count in node_type_names, function_names and store_names meanwhile.
+  void defer(CachedPlugin plugin);
+  // Whether a loaded or deferred plugin has the name of `plugin` or one of its names.
+  [[nodiscard]] bool provides_any_of(const CachedPlugin& plugin) const;
+  [[nodiscard]] size_t deferred_count() const;
+  // Opens every deferred plugin (`sluiced plugins` lists them all).
+  void open_deferred() const;
+  // What went wrong opening deferred plugins since the last call (messages that name the
+  // file), for the caller to report as it reports plugins refused at discovery.
+  [[nodiscard]] std::vector<std::string> take_open_problems() const;
+
   [[nodiscard]] const NodeTypeInfo* find_node_type(std::string_view name) const;
   [[nodiscard]] const FunctionInfo* find_function(std::string_view name) const;
   [[nodiscard]] const StoreInfo* find_store(std::string_view name) const;
@@ -150,6 +172,16 @@ class PluginRegistry {
   [[nodiscard]] std::string search_hint() const;
 
  private:
+  // Opens the first deferred plugin `wanted` accepts; false when none does.
+  bool open_deferred_if(const std::function<bool(const CachedPlugin&)>& wanted) const;
+  void open_one(CachedPlugin plugin) const;
+
+  // Guards every member: lookups may open a deferred plugin, also from a task thread
+  // (bind_function). Recursive: opening one adds a plugin from inside a lookup.
+  mutable std::recursive_mutex mutex_;
+  DeferredOpener open_deferred_;
+  mutable std::vector<CachedPlugin> deferred_;
+  mutable std::vector<std::string> open_problems_;
   const sl_host_api* host_api_ = nullptr;
   bool search_recorded_ = false;
   std::vector<std::filesystem::path> searched_dirs_;
