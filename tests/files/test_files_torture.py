@@ -12,7 +12,7 @@ gzip stream) and no id is in two lines. After the last kill a clean run catches 
 stopped with SIGTERM: then every input id is in exactly one published line, and no
 in-progress part file is left. Once plain JSON lines, once gzip.
 
-SLUICE_TORTURE_KILLS (default 15 per test) sets the number of kills; SLUICE_TORTURE_SEED the
+SLUICE_TORTURE_KILLS (default 25 per test) sets the number of kills; SLUICE_TORTURE_SEED the
 seed.
 """
 
@@ -26,7 +26,7 @@ import time
 from files_it import in_progress_files, published_files, read_json_lines
 from sluice_it import SluiceTestCase, unittest, wait_for
 
-KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "15"))
+KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "25"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
 CHUNK = 10
 CHUNK_PERIOD = 0.004  # about 2500 lines/s: the input grows through the whole kill loop

@@ -4,12 +4,13 @@ bound on open files, a key that tries to leave `dir`, and what `sluiced validate
 
 import json
 import os
+import shutil
 import signal
 import time
 
 from files_it import (in_progress_files, part_number, published_files, read_json_lines,
                       read_lines)
-from sluice_it import EXIT_OK, SluiceTestCase, unittest, wait_for
+from sluice_it import EXIT_OK, PLUGIN_DIR, SluiceTestCase, unittest, wait_for
 
 
 def iterable(items, node="in"):
@@ -197,6 +198,53 @@ poll_interval_ms = 10
         self.assertExit(r, EXIT_OK)
         files = published_files(self.path("out"))
         self.assertEqual([ln for f in files for ln in read_lines(self.path("out", f))], ["a", "b"])
+
+
+class ExampleTest(SluiceTestCase):
+    """examples/pipelines/events_to_files.toml, run as its comment says (from a copy of the
+    repository's layout): hourly gzip files per user, by event time."""
+
+    def test_events_archived_by_user_and_hour_once_across_reruns(self):
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        for rel in ("examples/pipelines/events_to_files.toml",
+                    "examples/data/files_events.jsonl"):
+            os.makedirs(os.path.dirname(self.path(rel)), exist_ok=True)
+            shutil.copy(os.path.join(repo, rel), self.path(rel))
+        archive = self.path("events_archive")
+
+        def archived():
+            out = {}
+            for f in published_files(archive):
+                self.assertTrue(f.endswith(".jsonl.gz"), f)
+                bucket = f.rsplit(".", 3)[0]  # ann/2026-12-01/10
+                out.setdefault(bucket, []).extend(x["action"] for x in read_json_lines(
+                    os.path.join(archive, f)))
+            return {k: sorted(v) for k, v in out.items()}
+
+        want = {"ann/2026-12-01/09": ["late click", "login"], "bob/2026-12-01/09": ["login"],
+                "ann/2026-12-01/10": ["view", "view"], "bob/2026-12-01/10": ["logout"],
+                "%2E.%2F..%2Fetc/2026-12-01/10": ["probe"], "cy/2026-12-02/00": ["login"]}
+        for attempt in range(2):  # the rerun restores the end of the input: nothing new
+            r = self.sluiced("run", "examples/pipelines/events_to_files.toml")
+            self.assertExit(r, EXIT_OK)
+            self.assertEqual(archived(), want, f"run {attempt + 1}{r.describe()}")
+            self.assertEqual(in_progress_files(archive), [])
+
+
+class PluginCheckTest(SluiceTestCase):
+    """The conformance kit (sluiced plugin-check) over libsluice_files.so: declarations,
+    hostile elements, a refused bad config, and kills before, between and after prepare,
+    store and commit, each recovered and read back (exactly once)."""
+
+    def test_conformance_kit_passes_with_exactly_once(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        plugin = os.path.join(PLUGIN_DIR, "libsluice_files.so")
+        r = self.sluiced("plugin-check", plugin, "--config", os.path.join(here, "plugin_check.toml"),
+                         "--bad-config", os.path.join(here, "plugin_check_bad.toml"),
+                         "--work-dir", self.path("work"), timeout=300)
+        self.assertExit(r, EXIT_OK)
+        self.assertIn("8 passed, 0 failed, 0 not exercised", r.stdout)
+        self.assertEqual(r.stdout.count("0 written twice"), 4, r.stdout)
 
 
 if __name__ == "__main__":
