@@ -200,6 +200,57 @@ poll_interval_ms = 10
         self.assertEqual([ln for f in files for ln in read_lines(self.path("out", f))], ["a", "b"])
 
 
+class MetricsTest(SluiceTestCase):
+
+    def test_counters_on_metrics(self):
+        from service_it import admin_url, http, parse_prometheus, sample  # tests/service
+        self.write("in.txt", "")
+        cfg = self.write("p.toml", """
+[admin]
+port = 0
+[checkpoint]
+interval_ms = 50
+dir = "ck"
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+follow = true
+poll_interval_ms = 5
+[operators.parsed]
+type = "map"
+inputs = ["lines"]
+function = "json_parse"
+""" + sink("parsed", path="{key}.jsonl", key="k", roll_bytes=1000))
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        with open(self.path("in.txt"), "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps({"k": f"k{i % 3}", "i": i}) + "\n" for i in range(300)))
+        root = self.path("out")
+
+        def published_lines():
+            return sum(len(read_lines(os.path.join(root, f))) for f in published_files(root))
+
+        self.assertTrue(wait_for(lambda: published_lines() == 300, 30), self.read(err))
+
+        def value(name):
+            status, _, body = http("GET", base + "/metrics")
+            self.assertEqual(status, 200, body)
+            return sample(parse_prometheus(body), "sluice_node_" + name, node="out")
+
+        files = published_files(root)
+        sizes = sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        self.assertTrue(wait_for(lambda: value("files_committed_total") == len(files), 10))
+        self.assertGreater(len(files), 3)  # 1000-byte rolls of about 9 KB
+        self.assertEqual(value("files_records_total"), 300)
+        self.assertEqual(value("files_committed_bytes_total"), sizes)
+        self.assertEqual(value("files_bytes_written_total"), sizes)  # plain text: the same
+        self.assertEqual(value("files_open"), 0)  # every checkpoint finishes the open files
+        _, _, body = http("GET", base + "/metrics")
+        self.assertIn("# TYPE sluice_node_files_committed_total counter", body)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+
+
 class ExampleTest(SluiceTestCase):
     """examples/pipelines/events_to_files.toml, run as its comment says (from a copy of the
     repository's layout): hourly gzip files per user, by event time."""
