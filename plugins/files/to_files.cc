@@ -167,8 +167,8 @@ Status ToFiles::start(Context ctx) {
   return {};
 }
 
-Status ToFiles::bucket_of(Context ctx, const sl_message& m, std::string& path,
-                          std::string& time_text) {
+Result<ToFiles::BucketName> ToFiles::bucket_of(Context ctx, const sl_message& m) {
+  BucketName name;
   std::string key;
   if (template_.uses_key()) {
     std::optional<Value> field;
@@ -212,15 +212,13 @@ Status ToFiles::bucket_of(Context ctx, const sl_message& m, std::string& path,
       }
       tm_second_ = second;
     }
-    time_text = template_.time_text(tm_);
+    name.time_text = template_.time_text(tm_);
   }
-  path = template_.render(key, task_, tm_);
-  return {};
+  name.path = template_.render(key, task_, tm_);
+  return name;
 }
 
 Status ToFiles::process(Context ctx, uint32_t /*input*/, sdk::Batch batch) {
-  std::string path;
-  std::string time_text;
   for (const sl_message& m : batch) {
     // The element's line and bucket first: an error of the element leaves nothing written.
     const ValueRef v(m.value);
@@ -234,7 +232,9 @@ Status ToFiles::process(Context ctx, uint32_t /*input*/, sdk::Batch batch) {
                                    std::string(v.kind_name()) + " (use format = \"json\")");
     }
     line_.push_back('\n');
-    SLUICE_SDK_RETURN_IF_ERROR(bucket_of(ctx, m, path, time_text));
+    SLUICE_SDK_ASSIGN_OR_RETURN(BucketName name, bucket_of(ctx, m));
+    const std::string& path = name.path;
+    const std::string& time_text = name.time_text;
     if (!event_time_ && template_.uses_time() && time_text != last_time_text_) {
       // Processing time moved to a new bucket: the older ones get no more lines.
       last_time_text_ = time_text;

@@ -134,10 +134,14 @@ class ToFiles final : public sdk::Sink {
     uint64_t last_used;
   };
 
-  /// The bucket of `m` (its path without extension) and its time fields; an error of the
-  /// element when it has no event time (time = "event").
-  sdk::Status bucket_of(sdk::Context ctx, const sl_message& m, std::string& path,
-                        std::string& time_text);
+  /// Where an element goes: its bucket's path (without extension) and time fields.
+  struct BucketName {
+    std::string path;
+    std::string time_text;
+  };
+  /// The bucket of `m`; an error of the element when it has no event time (time =
+  /// "event") or its key is too long.
+  sdk::Result<BucketName> bucket_of(sdk::Context ctx, const sl_message& m);
   /// The open bucket for `path`, opening a part file (and closing the least recently used
   /// one past max_open_files).
   sdk::Result<Bucket*> open_bucket(sdk::Context ctx, const std::string& path,
