@@ -191,6 +191,35 @@ poll_interval_ms = 10
         ok = self.write("ok.toml", iterable([1]) + sink(path="{key}/%Y-%m-%d-%H.jsonl"))
         self.assertExit(self.sluiced("validate", ok), EXIT_OK)
 
+    def test_elements_without_event_time_or_with_huge_keys_are_element_errors(self):
+        items = [{"k": "a", "i": 0}, {"k": "x" * 200, "i": 1}, {"k": "b", "i": 2}]
+        cfg = self.write("p.toml", iterable(items) + sink(
+            path="{key}/%Y.jsonl", key="k", time="event", on_error="dead_letter") + """
+[sinks.dead]
+type = "sink_to_textfile"
+inputs = ["out.dead_letter"]
+path = "dead.jsonl"
+""")
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        # from_iterable gives no event time: every element goes to the dead-letter output.
+        self.assertEqual(published_files(self.path("out")), [])
+        self.assertEqual([x["i"] for x in map(json.loads, self.read("dead.jsonl").splitlines())],
+                         [0, 1, 2])
+        # With event times, the 200-byte key alone is refused, and says why.
+        cfg = self.write("p.toml", iterable(items) + """
+[operators.stamped]
+type = "event_time"
+inputs = ["in"]
+function = { name = "get", args = { path = "i" } }
+""" + sink("stamped", path="{key}/%Y.jsonl", key="k", time="event", on_error="skip"))
+        r = self.sluiced("run", cfg)
+        self.assertExit(r, EXIT_OK)
+        self.assertEqual(published_files(self.path("out"))[0].split(".")[0], "a/1970")
+        self.assertEqual(sorted(f.split("/")[0] for f in published_files(self.path("out"))),
+                         ["a", "b"])
+        self.assertIn("the key makes a path segment of 200 bytes", r.stderr)
+
     def test_text_format_refuses_non_strings_as_element_errors(self):
         cfg = self.write("p.toml", iterable(["a", 1, "b"]) + sink(
             path="t.txt", format="text", on_error="skip"))
