@@ -151,7 +151,9 @@ ToFiles::ToFiles(const sl_node_init& init, const Config& cfg)
   check_prefix(cfg, prefix_);
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   if (gzip_ && !ends_with(extension_, ".gz")) extension_ += ".gz";
-  if (roll_bytes_ < 1 || max_open_ < 1) cfg.fail("roll_bytes", "must be positive");
+  // The declared constraints, for a host that does not check them (before ABI 1.2).
+  if (cfg.get_int("roll_bytes") < 1) cfg.fail("roll_bytes", "must be at least 1");
+  if (cfg.get_int("max_open_files") < 1) cfg.fail("max_open_files", "must be at least 1");
 }
 
 Status ToFiles::start(Context ctx) {

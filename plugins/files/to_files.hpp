@@ -87,7 +87,8 @@ class ToFiles final : public sdk::Sink {
           .min(1),
       sdk::param("roll_interval_ms", SL_PARAM_DURATION, "0",
                  "A part file is finished this long after it was opened (checked every "
-                 "interval / 4, at least every 10 ms). 0: no time limit."),
+                 "interval / 4, at least every 10 ms). 0: no time limit.")
+          .range(0, INT64_MAX / 1'000'000),
       sdk::param("max_open_files", SL_PARAM_INT, "64",
                  "Bound on open part files: opening one more finishes the least recently "
                  "written one.")
