@@ -144,6 +144,35 @@ poll_interval_ms = 10
                          [str(i) for i in range(12)])
         self.assertEqual(in_progress_files(self.path("out")), [])
 
+    def test_a_passed_processing_time_bucket_is_published_while_running(self):
+        self.write("in.txt", "")
+        cfg = self.write("p.toml", """
+[sources.lines]
+type = "from_textfile"
+path = "in.txt"
+follow = true
+poll_interval_ms = 10
+""" + sink("lines", path="%H%M%S.txt", format="text"))
+        proc, _, err = self.spawn("run", cfg)
+        with open(self.path("in.txt"), "a", encoding="utf-8") as f:
+            f.write("first\n")
+            f.flush()
+            time.sleep(1.2)  # the next line falls in another second's bucket
+            f.write("second\n")
+            f.flush()
+        # No roll by size or time, no checkpoint: the first second's file is published
+        # because its bucket has passed.
+        self.assertTrue(wait_for(lambda: len(published_files(self.path("out"))) == 1, 10),
+                        self.read(err))
+        first = published_files(self.path("out"))[0]
+        self.assertEqual(read_lines(self.path("out", first)), ["first"])
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+        files = published_files(self.path("out"))
+        self.assertEqual(len(files), 2, files)
+        self.assertEqual(read_lines(self.path("out", [f for f in files if f != first][0])),
+                         ["second"])
+
     def test_keys_cannot_leave_dir(self):
         keys = ["../../escaped", "/abs/olute", "..", ".", ".hidden", "a/b", "a%2Fb", "", "c\\d",
                 "ok"]
