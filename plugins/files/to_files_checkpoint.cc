@@ -159,7 +159,10 @@ Status ToFiles::recover(Context ctx) {
   for (auto it = std::filesystem::recursive_directory_iterator(
            dir_, std::filesystem::directory_options::skip_permission_denied, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec) && own_in_progress(it->path().filename().native())) {
+    // Its own error code: another task may rename or delete an entry while this one lists
+    // (only the listing's own errors fail the start).
+    std::error_code entry_ec;
+    if (it->is_regular_file(entry_ec) && own_in_progress(it->path().filename().native())) {
       leftovers.push_back(it->path());
     }
   }
