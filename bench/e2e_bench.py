@@ -23,7 +23,8 @@ ndjson  M JSON events of ~110 bytes (ints, a string user name, some non-ASCII, a
           jq       jq -r 'select(.amount > 50) | .user'
           streamz  Stream().map(json.loads).filter(...).map(...), as above
 startup `sluiced run` of an empty pipeline (from_iterable with no values -> print), median
-        of 5; `mawk 'BEGIN {}'` beside it for scale.
+        of 5, with the plugin cache warm (only core_ops and sinks opened) and off (every
+        plugin opened); `mawk 'BEGIN {}'` beside it for scale.
 kafka   K JSON events (the same shape, bench/kafka_raw_loop produce --json, keyed by user, so
         each user's events are in one partition, in order) in a topic of the test broker (tests/kafka/sluice_test_broker, as benchmark 3):
           sluiced  from_kafka(stop_at_end) -> map(json_parse) -> filter(gt amount 50) ->
@@ -225,15 +226,17 @@ def timed(cmd, out_path, env, stdout_to_file):
 class Side:
     """One tool running one pipeline: its command, where its output lands, its runs."""
 
-    def __init__(self, name, cmd, out_path, stdout_to_file):
+    def __init__(self, name, cmd, out_path, stdout_to_file, env_extra=None):
         self.name, self.cmd, self.out_path, self.stdout_to_file = name, cmd, out_path, \
             stdout_to_file
+        self.env_extra = env_extra or {}
         self.runs = []
 
     def run(self, env):
         if not self.stdout_to_file and os.path.exists(self.out_path):
             os.unlink(self.out_path)
-        self.runs.append(timed(self.cmd, self.out_path, env, self.stdout_to_file))
+        self.runs.append(timed(self.cmd, self.out_path, dict(env, **self.env_extra),
+                               self.stdout_to_file))
 
     @property
     def seconds(self):
@@ -300,6 +303,8 @@ def startup(sluiced, env, tmp, runs=5):
         f.write(EMPTY_CONFIG)
     out = os.path.join(tmp, "e2e-empty.out")
     sides = [Side("sluiced run (empty)", [sluiced, "run", cfg], out, True),
+             Side("  no plugin cache", [sluiced, "run", cfg], out, True,
+                  {"SLUICE_PLUGIN_CACHE": "off"}),
              Side("mawk 'BEGIN {}'", ["mawk", "BEGIN {}"], out, True)]
     for _ in range(runs):
         for s in sides:
@@ -450,9 +455,16 @@ def e2e_bench(build, mode, tmp):
         raise Skip(f"{', '.join(missing)} not installed (scripts/setup.sh installs them)")
     has_streamz = subprocess.run(["/usr/bin/python3", "-c", "import streamz"],
                                  capture_output=True).returncode == 0
-    env = dict(os.environ, SLUICE_PLUGIN_PATH=plugin_dir, LC_ALL="C.UTF-8")
+    # A plugin cache of the run's own (written by the first start of each pipeline): the
+    # starts open only the plugins they use, as a user's second start does.
+    env = dict(os.environ, SLUICE_PLUGIN_PATH=plugin_dir, LC_ALL="C.UTF-8",
+               SLUICE_PLUGIN_CACHE=os.path.join(tmp, "plugin-cache.json"))
     d = os.path.join(tmp, "e2e")
     os.makedirs(d, exist_ok=True)
+    warm_up = os.path.join(d, "warm-up.toml")
+    with open(warm_up, "w") as f:
+        f.write(EMPTY_CONFIG)
+    timed([sluiced, "run", warm_up], os.path.join(d, "warm-up.out"), env, True)
     ints, events = os.path.join(d, "ints.txt"), os.path.join(d, "events.ndjson")
     write_ints(ints, p["ints"])
     write_events(events, p["events"])
