@@ -1,0 +1,50 @@
+// The optional idempotency key of a batch (header `idempotency_key_header`), so that a
+// receiver can drop a batch it already has.
+//
+// It must be the same for every attempt of a batch and, with checkpoints, for the same batch
+// sent again after a restart: a restart replays the elements after the restored
+// checkpoint. It is therefore derived from what a restart reproduces and nothing else:
+//
+//   key = H(epoch segment, n, body)
+//
+// where the epoch segment is 1 + the epoch of the last checkpoint this sink prepared before
+// the batch (kept in its snapshot, so a restart from checkpoint E is in segment E+1 again,
+// as the first run was after E), and n counts the earlier batches of the segment with the
+// same body (two identical batches of one segment stay two). A key never names a different
+// content: a replay cut into other batches (a batch_timeout_ms that expired elsewhere) gets
+// other keys, and its elements are delivered again (at-least-once) rather than dropped by a
+// receiver that mistook them for a batch it has. Keys from the epoch number plus a batch
+// counter alone would be stable too, but would name different content after such a
+// replay: the receiver would drop elements it never got.
+//
+// Without checkpoints nothing is replayed: key = H(a random nonce of the run, batch number).
+//
+// H is 128 bits of two independent 64-bit FNV-1a passes, finished with a mix: not
+// cryptographic (nothing here is secret), 32 hex digits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace sluice::http {
+
+/// H(a, b, body) as 32 lowercase hex digits.
+std::string idempotency_key(uint64_t a, uint64_t b, std::string_view body);
+
+/// The keys of one epoch segment (checkpointed runs).
+class SegmentKeys {
+ public:
+  /// The key of the next batch with `body` in the current segment.
+  std::string next(std::string_view body);
+  /// A checkpoint was prepared (or restored): later batches belong to segment `segment`.
+  void start_segment(uint64_t segment);
+  [[nodiscard]] uint64_t segment() const noexcept { return segment_; }
+
+ private:
+  uint64_t segment_ = 1;
+  std::unordered_map<std::string, uint32_t> seen_;  // body digest -> batches with it
+};
+
+}  // namespace sluice::http
