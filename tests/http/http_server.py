@@ -133,10 +133,18 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_data()
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client killed mid-request (the tests' SIGKILLs) is expected, not news.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 def main():
     Handler.state = State(sys.argv[1])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 
