@@ -3,11 +3,13 @@ secrets, retries (bounded, Retry-After, resets, hangs), refused batches and on_r
 back-pressure with a slow server, checkpointed runs, `sluiced validate`."""
 
 import json
+import os
 import signal
 import time
 
-from http_it import HttpTestCase, iterable, unittest
-from sluice_it import EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, line_col, toml_str, wait_for
+from http_it import HERE, HttpTestCase, iterable, unittest
+from sluice_it import (EXIT_INVALID, EXIT_OK, EXIT_RUNTIME, PLUGIN_DIR, line_col, plugin_file,
+                       toml_str, wait_for)
 
 
 def items(n, **extra):
@@ -261,6 +263,44 @@ class CheckpointTest(HttpTestCase):
         got = sorted(x["id"] for x in self.accepted_elements())
         self.assertEqual(got, list(range(len(got))))
         self.assertGreater(len(got), 30)
+
+
+class ExampleTest(HttpTestCase):
+
+    def test_the_example_pipeline_posts_every_line(self):
+        root = os.path.dirname(os.path.dirname(HERE))
+        with open(os.path.join(root, "examples/pipelines/lines_to_http.toml"), encoding="utf-8") as f:
+            text = f.read()
+        lines_path = os.path.join(root, "examples/data/lines.txt")
+        text = text.replace('"examples/data/lines.txt"', toml_str(lines_path))
+        r = self.sluiced("run", self.write("example.toml", text),
+                         env=self.env(HTTP_URL=self.server.url + "/ingest"))
+        self.assertExit(r, EXIT_OK)
+        with open(lines_path, encoding="utf-8") as f:
+            want = [line for line in f.read().split("\n") if line]
+        got = self.accepted_elements()
+        self.assertEqual([e["line"] for e in got], want)
+        self.assertEqual(got[0]["words"], len(want[0].split()))
+        self.assertTrue(all("idempotency-key" in r["headers"] for r in self.accepted()))
+
+
+class ConformanceKitTest(HttpTestCase):
+
+    def test_conformance_kit_with_crash_checks(self):
+        readback = (f"/usr/bin/python3 {os.path.join(HERE, 'readback.py')} "
+                    f"{self.server.record_path}")
+        check = self.write("check.toml", f"""
+[to_http]
+url = {json.dumps(self.server.url + "/ingest")}
+batch_timeout_ms = 5
+[check.to_http]
+readback = {json.dumps(readback)}
+""")
+        r = self.sluiced("plugin-check", plugin_file(PLUGIN_DIR, "http_sink"), "--config", check,
+                         timeout=600)
+        self.assertExit(r, EXIT_OK)
+        self.assertInStdout("crash: killed after prepare, before the checkpoint was stored", r)
+        self.assertRegex(r.stdout, r"\d+ passed, 0 failed, 0 not exercised")
 
 
 class ValidateTest(HttpTestCase):
