@@ -19,16 +19,19 @@
 //
 // Without checkpoints nothing is replayed: key = H(a random nonce of the run, batch number).
 //
-// H is 128 bits of two independent 64-bit FNV-1a passes, finished with a mix: not
-// cryptographic (nothing here is secret), 32 hex digits.
+// H is 128 bits: two independent 64-bit passes over the body, 8 bytes per step, mixed
+// with a and b: not cryptographic (nothing here is secret), 32 hex digits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 namespace sluice::http {
+
+using Digest = std::array<uint64_t, 2>;
 
 /// H(a, b, body) as 32 lowercase hex digits.
 std::string idempotency_key(uint64_t a, uint64_t b, std::string_view body);
