@@ -56,17 +56,25 @@ void CurlLoop::watch(int fd, int what) {
 
 int CurlLoop::on_timeout(CURLM* /*multi*/, long timeout_ms, void* self) {
   auto* loop = static_cast<CurlLoop*>(self);
-  if (timeout_ms < 0) {
-    loop->timeout_due_ms_ = -1;
-    if (loop->attached_) loop->ctx_.timer_cancel(loop->timer_id_);
-    return 0;
-  }
-  loop->timeout_due_ms_ = loop->now_ms() + timeout_ms;
-  if (loop->attached_) {
-    sdk::Status st = loop->ctx_.timer_start(loop->timer_id_, std::chrono::milliseconds(timeout_ms));
-    if (!st.is_ok()) return -1;
+  // curl moves its timeout at nearly every call; a host timer is a syscall to move. So the
+  // host timer is moved only to an earlier time: a timer that fires before curl's time
+  // (moved later, or cancelled) is re-armed for the rest in on_timer, without waking curl.
+  loop->timeout_due_ms_ = timeout_ms < 0 ? -1 : loop->now_ms() + timeout_ms;
+  if (timeout_ms >= 0 && loop->attached_ &&
+      (loop->armed_ms_ < 0 || loop->timeout_due_ms_ < loop->armed_ms_)) {
+    if (!loop->arm(timeout_ms)) return -1;
   }
   return 0;
+}
+
+bool CurlLoop::arm(int64_t delay_ms) {
+  sdk::Status st = ctx_.timer_start(timer_id_, std::chrono::milliseconds(delay_ms));
+  if (!st.is_ok()) {
+    ctx_.log_error("to_http: timer_start: " + std::string(st.message()));
+    return false;
+  }
+  armed_ms_ = now_ms() + delay_ms;
+  return true;
 }
 
 void CurlLoop::act(curl_socket_t fd, int flags) {
@@ -91,9 +99,22 @@ void CurlLoop::on_io(uint64_t watch_id, uint32_t ready) {
 }
 
 void CurlLoop::on_timer() {
-  if (!attached_) return;
+  armed_ms_ = -1;
+  if (!attached_ || timeout_due_ms_ < 0) return;  // curl cancelled its timeout meanwhile
+  const int64_t now = now_ms();
+  if (now < timeout_due_ms_) {
+    arm(timeout_due_ms_ - now);  // curl moved its timeout later
+    return;
+  }
   timeout_due_ms_ = -1;
   act(CURL_SOCKET_TIMEOUT, 0);
+  // curl reports a new timeout through on_timeout only when it changes: ask for it.
+  long next = -1;
+  curl_multi_timeout(multi_, &next);
+  if (next >= 0) {
+    timeout_due_ms_ = now_ms() + next;
+    if (armed_ms_ < 0 || timeout_due_ms_ < armed_ms_) arm(next);
+  }
 }
 
 std::vector<std::pair<CURL*, CURLcode>> CurlLoop::take_done() { return std::exchange(done_, {}); }

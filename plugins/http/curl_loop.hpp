@@ -60,6 +60,8 @@ class CurlLoop {
   static int on_timeout(CURLM* multi, long timeout_ms, void* self);
   void watch(int fd, int what);
   void act(curl_socket_t fd, int flags);
+  /// The host timer fires in `delay_ms`.
+  bool arm(int64_t delay_ms);
   int64_t now_ms() const;
 
   sdk::Context ctx_;
@@ -68,6 +70,7 @@ class CurlLoop {
   bool attached_ = true;
   std::map<int, int> sockets_;   // fd -> CURL_POLL_IN/OUT/INOUT curl waits for
   int64_t timeout_due_ms_ = -1;  // steady ms when curl wants its timeout; -1: none
+  int64_t armed_ms_ = -1;        // steady ms when the host timer fires; -1: not armed
   std::vector<std::pair<CURL*, CURLcode>> done_;
 };
 

@@ -244,8 +244,9 @@ Status ToHttp::finish(Context ctx) { return drain(ctx, "at the end of input"); }
 void ToHttp::stop(Context ctx) {
   if (!loop_) return;
   // With checkpoints what is not acknowledged is sent again after the restart: stop at
-  // once. Without, this is the last chance to deliver it.
-  if (!checkpointing_ && !drained_) {
+  // once. Without, this is the last chance to deliver it (unless the node failed: its
+  // failure is reported, and the task stops).
+  if (!checkpointing_ && !drained_ && !failed_) {
     Status st = drain(ctx, "at stop");
     if (!st.is_ok()) ctx.log_error(std::string(st.message()));
   }

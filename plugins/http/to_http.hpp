@@ -214,6 +214,7 @@ class ToHttp final : public sdk::Sink {
   std::vector<std::unique_ptr<Batch>> waiting_;             // retries, by due time
   bool backpressure_ = false;
   bool drained_ = false;               // finish or stop drained: the loop is detached
+  bool failed_ = false;                // a request failure failed the node
   std::optional<uint64_t> preparing_;  // a prepare waiting for pending batches
   uint64_t last_epoch_ = 0;            // the last epoch prepared (or restored)
 

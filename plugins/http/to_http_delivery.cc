@@ -78,6 +78,7 @@ Status ToHttp::settle(Context ctx) {
     }
   }
   if (!failure.is_ok()) {
+    failed_ = true;
     publish_metrics(ctx, true);
     return failure;
   }
