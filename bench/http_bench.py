@@ -7,7 +7,7 @@ The server is nginx (Debian `nginx-light`), started by this script on a loopback
 one worker, keep-alive, answering every POST with `return 204` (it reads and discards the
 body): a server fast enough that the senders are what is measured (Python's http.server,
 which the tests use, manages a few hundred requests per second). N elements
-{"id": i, "name": ..., "msg": ...} (about 80 bytes of JSON each) go out in NDJSON batches of
+{"id": i, "name": ..., "msg": ...} (about 60 bytes of JSON each) go out in NDJSON batches of
 500, 4 requests in flight, three times each, timed from process start to exit:
 
   curl_loop     bench/http_curl_loop.c (built here with cc and libcurl): reads the lines
@@ -202,7 +202,7 @@ concurrency = {CONCURRENCY}
         nginx.wait(10)
     base = statistics.median(times["curl_loop"])
     out = {"elements": n, "batch": BATCH, "concurrency": CONCURRENCY}
-    log(f"\nto_http, {n} elements (~80 bytes of JSON), NDJSON batches of {BATCH}, "
+    log(f"\nto_http, {n} elements (~60 bytes of JSON), NDJSON batches of {BATCH}, "
         f"{CONCURRENCY} in flight, nginx answering 204; median of {repeat}; "
         f"ratio = curl_loop's time / this time (1.0 = as fast as the plain libcurl loop)")
     for name, ts in times.items():
