@@ -41,9 +41,9 @@ Digest digest(std::string_view body) {
   return {lane(0x243f6a8885a308d3ULL, body), lane(0x13198a2e03707344ULL, body)};
 }
 
-std::string key_of(uint64_t a, uint64_t b, const Digest& d) {
-  const uint64_t hi = mix(d[0] ^ mix(a ^ k_mul1) ^ rotl(mix(b), 17));
-  const uint64_t lo = mix(d[1] ^ mix(b ^ k_mul2) ^ rotl(mix(a), 29));
+std::string key_of(uint64_t salt, uint64_t a, uint64_t b, const Digest& d) {
+  const uint64_t hi = mix(d[0] ^ mix(a ^ k_mul1) ^ rotl(mix(b), 17) ^ salt);
+  const uint64_t lo = mix(d[1] ^ mix(b ^ k_mul2) ^ rotl(mix(a), 29) ^ rotl(salt, 32));
   std::array<char, 33> out{};
   std::snprintf(out.data(), out.size(), "%016llx%016llx", static_cast<unsigned long long>(hi),
                 static_cast<unsigned long long>(lo));
@@ -52,15 +52,19 @@ std::string key_of(uint64_t a, uint64_t b, const Digest& d) {
 
 }  // namespace
 
-std::string idempotency_key(uint64_t a, uint64_t b, std::string_view body) {
-  return key_of(a, b, digest(body));
+uint64_t key_salt(std::string_view sender, uint64_t task) {
+  return mix(lane(0x452821e638d01377ULL, sender) ^ mix(task + k_mul1));
+}
+
+std::string idempotency_key(uint64_t salt, uint64_t a, uint64_t b, std::string_view body) {
+  return key_of(salt, a, b, digest(body));
 }
 
 std::string SegmentKeys::next(std::string_view body) {
   const Digest d = digest(body);
   const std::string id(reinterpret_cast<const char*>(d.data()), sizeof(d));
   const uint32_t n = seen_[id]++;
-  return key_of(segment_, n, d);
+  return key_of(salt_, segment_, n, d);
 }
 
 void SegmentKeys::start_segment(uint64_t segment) {

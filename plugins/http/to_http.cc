@@ -168,6 +168,8 @@ ToHttp::ToHttp(const sl_node_init& init, const Config& cfg)
   request_.connect_timeout = cfg.get_duration("connect_timeout_ms");
   request_.headers = header_lines(cfg, encoding_);
   request_.key_header = cfg.find_string("idempotency_key_header").value_or("");
+  key_salt_ = key_salt(cfg.pipeline() + '\n' + node_id_, init.task_index);
+  keys_.set_salt(key_salt_);
 }
 
 Status ToHttp::start(Context ctx) {
@@ -206,7 +208,8 @@ void ToHttp::seal(Context ctx) {
   b->body = open_.take();
   b->messages = std::exchange(open_messages_, {});
   if (keyed_) {
-    b->key = checkpointing_ ? keys_.next(b->body) : idempotency_key(run_nonce_, b->seq, b->body);
+    b->key = checkpointing_ ? keys_.next(b->body)
+                            : idempotency_key(key_salt_, run_nonce_, b->seq, b->body);
   }
   queue_.push_back(std::move(b));
   update_backpressure(ctx);

@@ -206,7 +206,9 @@ class ToHttp final : public sdk::Sink {
   std::vector<KeptMessage> open_messages_;
   bool batch_timer_armed_ = false;
   uint64_t next_seq_ = 0;
-  uint64_t run_nonce_;                                      // keys without checkpoints
+  uint64_t run_nonce_;
+  uint64_t key_salt_ =
+      0;  // pipeline, node and task: keys of two senders never meet // keys without checkpoints
   SegmentKeys keys_;                                        // keys with checkpoints
   std::deque<std::unique_ptr<Batch>> queue_;                // sealed, waiting for a slot
   std::vector<std::unique_ptr<HttpRequest>> in_flight_;     // on the wire

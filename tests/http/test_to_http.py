@@ -107,6 +107,21 @@ class RetryTest(HttpTestCase):
         self.assertEqual(self.accepted_elements(), data)
         self.assertInStderr("HTTP 500; retry 1 of a batch of 5 elements", r)
 
+    def test_two_sinks_sending_the_same_body_get_different_keys(self):
+        # Two senders (here two sinks; two tasks alike: the task index is part of the key)
+        # send the same body in the same checkpoint segment: a receiver that dropped one as
+        # a copy of the other would lose a batch.
+        second = self.sink_toml(idempotency_key_header="Idempotency-Key").replace(
+            "[sinks.out]", "[sinks.out2]")
+        cfg = self.write("p.toml", '[checkpoint]\ndir = "ck"\n' + iterable(items(3)) +
+                         self.sink_toml(idempotency_key_header="Idempotency-Key") + second)
+        self.assertExit(self.sluiced("run", cfg), EXIT_OK)
+        got = self.accepted()
+        self.assertEqual(len(got), 2)
+        self.assertEqual(got[0]["body"], got[1]["body"])
+        self.assertNotEqual(got[0]["headers"]["idempotency-key"],
+                            got[1]["headers"]["idempotency-key"])
+
     def test_retry_after_is_honoured(self):
         self.server.control(script=[{"status": 429, "headers": {"Retry-After": "2"}}])
         cfg = self.write("p.toml", iterable(items(3)) + self.sink_toml(
