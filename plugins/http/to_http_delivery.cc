@@ -85,7 +85,8 @@ Status ToHttp::settle(Context ctx) {
   SLUICE_SDK_RETURN_IF_ERROR(pump(ctx));
   update_backpressure(ctx);
   answer_prepare(ctx);
-  publish_metrics(ctx, false);
+  // Throttled while busy; exact whenever the sink falls idle.
+  publish_metrics(ctx, pending() == 0);
   return {};
 }
 

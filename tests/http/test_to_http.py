@@ -253,6 +253,41 @@ class BackpressureTest(HttpTestCase):
         self.assertEqual(sorted(x["id"] for x in self.accepted_elements()), list(range(n)))
 
 
+class MetricsTest(HttpTestCase):
+
+    def test_counters_on_metrics(self):
+        from service_it import admin_url, http, parse_prometheus, sample  # tests/service
+        self.server.control(script=[{"status": 500}])
+        self.write("in.txt", "".join(json.dumps({"id": i}) + "\n" for i in range(1000)))
+        text = ('[admin]\nport = 0\n'
+                '[sources.lines]\ntype = "from_textfile"\npath = "in.txt"\nfollow = true\n'
+                '[operators.in]\ntype = "map"\ninputs = ["lines"]\nfunction = "json_parse"\n' +
+                self.sink_toml(batch_max_events=100, retry_initial_backoff_ms=5))
+        proc, _, err = self.spawn("run", self.write("p.toml", text))
+        base = admin_url(err)
+
+        def value(name):
+            status, _, body = http("GET", base + "/metrics")
+            self.assertEqual(status, 200, body)
+            return sample(parse_prometheus(body), "sluice_node_" + name, node="out")
+
+        self.assertTrue(wait_for(lambda: value("http_events_total") == 1000, 30), self.read(err))
+        accepted = self.accepted()
+        self.assertEqual(value("http_requests_total"), len(self.server.received()))
+        self.assertEqual(value("http_retries_total"), 1)
+        self.assertEqual(value("http_failures_total"), 1)
+        self.assertEqual(value("http_rejected_batches_total"), 0)
+        self.assertEqual(value("http_bytes_total"), sum(len(r["body"]) for r in accepted))
+        self.assertGreater(value("http_request_seconds_total"), 0)
+        self.assertGreater(value("http_request_latency_seconds"), 0)
+        self.assertEqual(value("http_in_flight_requests"), 0)
+        self.assertEqual(value("http_pending_batches"), 0)
+        _, _, body = http("GET", base + "/metrics")
+        self.assertIn("# TYPE sluice_node_http_requests_total counter", body)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+
+
 class CheckpointTest(HttpTestCase):
 
     def test_checkpointed_run_delivers_everything_and_answers_prepares(self):
