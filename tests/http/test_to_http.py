@@ -194,6 +194,19 @@ class RejectedTest(HttpTestCase):
         self.assertEqual(sorted(x["id"] for x in self.accepted_elements()),
                          [i for i in range(20) if i % 5 != 3])
 
+    def test_dead_letters_while_checkpoints_are_prepared(self):
+        # Slow refusals with a checkpoint every 10 ms: many land while a prepare waits for
+        # them, and are emitted to the dead-letter sink then.
+        self.server.control(default={"status": 400, "delay": 0.02})
+        text = ('[checkpoint]\ninterval_ms = 10\ndir = "ck"\n' + iterable(items(60)) +
+                self.sink_toml(batch_max_events=1, concurrency=4, on_rejected="dead_letter") +
+                '[sinks.dlq]\ntype = "sink_to_textfile"\ninputs = ["out.rejected"]\n'
+                'path = "rejected.jsonl"\nformat = "json"\n')
+        r = self.sluiced("run", self.write("p.toml", text))
+        self.assertExit(r, EXIT_OK)
+        rejected = [json.loads(line) for line in self.read("rejected.jsonl").splitlines()]
+        self.assertEqual(sorted(x["id"] for x in rejected), list(range(60)))
+
     def test_fail_is_the_default_and_skip_goes_on(self):
         self.server.control(reject_containing='"ok":false')
         r = self.sluiced("run", self.write("p.toml", iterable(self.data()) + self.sink_toml(
