@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages sluice needs to build, test and run (CI runs it on a
-# fresh machine). Idempotent and quick: when every package is already installed it does
+# fresh machine); `--bench` adds those only some benchmarks use (nginx-light, the server of
+# bench/http_bench.py: a web server the tests do not need, whose package starts a
+# service on port 80 where an init system runs). Idempotent and quick: when every package is already installed it does
 # nothing at all (no apt-get, no network). Needs root, or sudo when not root.
 set -euo pipefail
 
@@ -14,6 +16,9 @@ packages=(
   python3-streamz valgrind mawk jq
   systemd dpkg-dev lintian chromium chromium-driver
 )
+if [[ ${1:-} == --bench ]]; then
+  packages+=(nginx-light)
+fi
 
 # One dpkg-query for all of them; unknown packages are simply absent from its output.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${packages[@]}" 2>/dev/null |
