@@ -56,6 +56,7 @@ FromMqtt::FromMqtt(const sl_node_init& init, const Config& cfg)
       topics_(topics_of(cfg)),
       qos_(static_cast<int>(cfg.get_int("qos"))),
       payload_(static_cast<Payload>(cfg.get_choice("payload", {"string", "bytes", "json"}))),
+      with_topic_(cfg.get_bool("with_topic")),
       checkpointing_(cfg.checkpointing()) {
   validate(cfg);
 }
@@ -118,6 +119,7 @@ void FromMqtt::on_message(const mosquitto_message& message) {
       break;
   }
   const Value key = Value::string(message.topic != nullptr ? message.topic : "");
+  if (with_topic_) value = Value::object({{"topic", key}, {"payload", std::move(value)}});
   sl_message m{};
   m.value = value.raw();
   m.key = key.raw();

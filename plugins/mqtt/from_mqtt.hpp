@@ -53,6 +53,10 @@ class FromMqtt final : public sdk::Source, private LinkEvents {
                  "\"bytes\"; \"json\": parsed JSON (a payload that does not parse is "
                  "emitted as a string and counted in mqtt_decode_errors_total).")
           .one_of("string|bytes|json"),
+      sdk::param("with_topic", SL_PARAM_BOOL, "false",
+                 "Emit { topic = \"...\", payload = <the decoded payload> } instead of the bare "
+                 "payload, for operators that need the topic (Lua functions see the value "
+                 "only, not the key)."),
   };
   static constexpr auto k_params = with_connection_params(k_own_params, k_connection_params);
 
@@ -85,6 +89,7 @@ class FromMqtt final : public sdk::Source, private LinkEvents {
   std::vector<std::string> topics_;
   int qos_;
   Payload payload_;
+  bool with_topic_;
   bool checkpointing_;
 
   sdk::Status emit_status_;  // a failed emit inside on_message, returned by poll

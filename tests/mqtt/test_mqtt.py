@@ -283,6 +283,60 @@ class BackPressureTest(FollowingSource):
         self.stop(proc, err)
 
 
+class MetricsTest(FollowingSource):
+
+    def test_counters_on_metrics(self):
+        from service_it import admin_url, http, parse_prometheus, sample  # tests/service
+        topic, out_topic = uid("m"), uid("mo")
+        sub = self.broker.subscribe(out_topic, 50, uid("msub"))
+        cfg = self.write("p.toml", f'name = "{uid("p")}"\n[admin]\nport = 0\n'
+                         '[checkpoint]\ninterval_ms = 50\ndir = "ck"\n' +
+                         self.source_toml([topic]) + self.sink_toml(topic=out_topic))
+        proc, _, err = self.spawn("run", cfg)
+        base = admin_url(err)
+        self.assertTrue(wait_until(lambda: "subscribed to" in self.read(err), 30), self.read(err))
+        self.broker.publish(topic, [f"m{i:03d}" for i in range(50)])  # 4 bytes each
+        out, _ = sub.communicate(timeout=60)
+        self.assertEqual(len(out.decode().splitlines()), 50)
+
+        def value(name, node):
+            status, _, body = http("GET", base + "/metrics")
+            self.assertEqual(status, 200, body)
+            return sample(parse_prometheus(body), "sluice_node_" + name, node=node)
+
+        # Gauges are published once a second.
+        self.assertTrue(wait_until(lambda: value("mqtt_messages_total", "out") == 50, 10))
+        self.assertTrue(wait_until(lambda: value("mqtt_in_flight", "in") == 0, 10))
+        self.assertEqual(value("mqtt_messages_total", "in"), 50)
+        self.assertEqual(value("mqtt_bytes_total", "in"), 200)
+        self.assertEqual(value("mqtt_bytes_total", "out"), 200)
+        self.assertEqual(value("mqtt_in_flight", "out"), 0)
+        self.assertEqual(value("mqtt_reconnects_total", "in"), 0)
+        self.assertEqual(value("mqtt_decode_errors_total", "in"), 0)
+        self.stop(proc, err)
+
+
+class ExampleTest(MqttTestCase):
+    """examples/pipelines/sensor_alerts_mqtt.toml, end to end against the broker."""
+
+    def test_sensor_alerts_example(self):
+        example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "pipelines",
+                               "sensor_alerts_mqtt.toml")
+        sub = self.broker.subscribe("alerts/#", 2, uid("alerts"))
+        proc, _, err = self.spawn("run", os.path.abspath(example),
+                                  env=self.env(MQTT_PORT=str(self.broker.port)))
+        self.assertTrue(wait_until(lambda: "subscribed to" in self.read(err), 30), self.read(err))
+        self.broker.publish("sensors/kitchen/temp", ['{"celsius": 31.5}', '{"celsius": 20}'])
+        self.broker.publish("sensors/attic/temp", ["garbage", '{"celsius": 35}'])
+        out, _ = sub.communicate(timeout=60)
+        got = sorted(line.split(" ", 1) for line in out.decode().splitlines())
+        self.assertEqual([t for t, _ in got], ["alerts/attic", "alerts/kitchen"], self.read(err))
+        self.assertEqual(json.loads(got[1][1]),
+                         {"sensor": "kitchen", "celsius": 31.5, "topic": "alerts/kitchen"})
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(30), 0, self.read(err))
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
