@@ -39,9 +39,11 @@ def wait_until(predicate, timeout, interval=0.05):
 class Broker:
     """One mosquitto process; stop() and start() again keep port and persistence (a restart)."""
 
-    def __init__(self, users=None):
+    def __init__(self, users=None, tls=False):
         self.dir = tempfile.mkdtemp(prefix="sluice-mqtt-")
         self.port = free_port()
+        # With `tls`: a second listener that requires client certificates (make_certs).
+        self.tls_port = free_port() if tls else None
         self.users = users or {}
         self.proc = None
         self.log_path = os.path.join(self.dir, "mosquitto.log")
@@ -58,6 +60,11 @@ class Broker:
             "log_type warning",
             "log_type notice",
         ]
+        if self.tls_port:
+            self.make_certs()
+            lines += [f"listener {self.tls_port} 127.0.0.1", f"cafile {self.cert('ca.crt')}",
+                      f"certfile {self.cert('server.crt')}",
+                      f"keyfile {self.cert('server.key')}", "require_certificate true"]
         if os.geteuid() == 0:
             # Else mosquitto drops to the `mosquitto` user, which cannot write the temp dir.
             lines.append("user root")
@@ -75,6 +82,30 @@ class Broker:
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         return path
+
+    def cert(self, name):
+        return os.path.join(self.dir, "certs", name)
+
+    def make_certs(self):
+        """A throwaway CA, a server certificate for localhost / 127.0.0.1 and a client
+        certificate, all signed by the CA (openssl)."""
+        if os.path.exists(self.cert("client.crt")):
+            return
+        os.makedirs(os.path.join(self.dir, "certs"), exist_ok=True)
+
+        def ssl(*args):
+            subprocess.run(["openssl", *args], check=True, cwd=os.path.join(self.dir, "certs"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.crt", "-days", "2", "-subj", "/CN=sluice-test-ca")
+        with open(self.cert("san.ext"), "w", encoding="ascii") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        for name, cn in (("server", "localhost"), ("client", "sluice-client")):
+            ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                f"{name}.csr", "-subj", f"/CN={cn}")
+            ssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", "san.ext")
 
     def start(self):
         conf = self.config()

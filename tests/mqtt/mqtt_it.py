@@ -11,6 +11,7 @@ from sluice_it import SluiceTestCase
 
 class MqttTestCase(SluiceTestCase):
     users = None  # {user: password}: the module's broker checks passwords
+    tls = False  # the broker also has a TLS listener that requires client certificates
     broker = None
 
     @classmethod
@@ -19,7 +20,7 @@ class MqttTestCase(SluiceTestCase):
         if not have_broker():
             raise unittest.SkipTest("mosquitto, mosquitto_pub or mosquitto_sub is missing "
                                     "(Debian: mosquitto, mosquitto-clients)")
-        cls.broker = Broker(cls.users).start()
+        cls.broker = Broker(cls.users, cls.tls).start()
 
     @classmethod
     def tearDownClass(cls):

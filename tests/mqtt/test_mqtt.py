@@ -198,6 +198,31 @@ class PasswordTest(FollowingSource):
         self.assertNotIn(wrong, r.stdout + r.stderr)
 
 
+class TlsTest(FollowingSource):
+    tls = True
+
+    def test_client_certificate_over_tls(self):
+        topic = uid("tls")
+        b = self.broker
+        proc, err = self.start_source([topic], port=b.tls_port, ca_file=b.cert("ca.crt"),
+                                      cert_file=b.cert("client.crt"),
+                                      key_file=b.cert("client.key"))
+        b.publish(topic, ["over tls"])  # on the plain listener
+        self.assertTrue(wait_until(lambda: self.lines() == ["over tls"], 20), self.read(err))
+        self.stop(proc, err)
+
+    def test_without_a_client_certificate_the_broker_refuses(self):
+        b = self.broker
+        text = (f'name = "{uid("p")}"\n' +
+                self.source_toml([uid("tls")], port=b.tls_port, ca_file=b.cert("ca.crt")) +
+                self.file_sink())
+        proc, _, err = self.spawn("run", self.write("p.toml", text))
+        self.assertTrue(wait_until(lambda: "reconnecting with backoff" in self.read(err), 20),
+                        self.read(err))
+        self.assertNotIn("subscribed to", self.read(err))
+        self.stop(proc, err)
+
+
 class BrokerRestartTest(FollowingSource):
 
     def test_broker_restart_loses_nothing_at_qos_1(self):
