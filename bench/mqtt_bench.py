@@ -24,6 +24,7 @@ machine cancels out. Every run checks that all N messages arrived.
 bench/bench.py calls mqtt_bench(build, mode, tmp); run alone, this file does the same.
 """
 import itertools
+import shlex
 import os
 import signal
 import statistics
@@ -58,7 +59,7 @@ def wait(predicate, timeout, what):
 
 
 def mqtt_bench(build, mode, tmp):
-    from mqtt_broker import PUB, SUB, Broker, have_broker  # tests/mqtt
+    from mqtt_broker import PUB, PUB_LINES_MAX, SUB, Broker, have_broker  # tests/mqtt
     if not have_broker():
         raise Skip("mosquitto, mosquitto_pub or mosquitto_sub is missing")
     sluiced = os.path.join(build, "host", "sluiced")
@@ -67,16 +68,27 @@ def mqtt_bench(build, mode, tmp):
         raise Skip(f"{sluiced} or the mqtt plugin is not built")
     n, repeat = SIZES[mode], REPEAT[mode]
     messages = os.path.join(tmp, "messages.txt")
+    lines = [f'{{"id": {i}, "name": "name-{i}", "pad": "{"x" * 60}"}}\n' for i in range(n)]
     with open(messages, "w") as f:
-        for i in range(n):
-            f.write(f'{{"id": {i}, "name": "name-{i}", "pad": "{"x" * 60}"}}\n')
+        f.writelines(lines)
+    # mosquitto_pub 2.0.11 -l stops at the PUBACK of its last line's message id, and ids
+    # wrap at 65535: the baseline publishes in parts of PUB_LINES_MAX lines, one after another.
+    parts = []
+    for i in range(0, n, PUB_LINES_MAX):
+        parts.append(os.path.join(tmp, f"part{len(parts)}.txt"))
+        with open(parts[-1], "w") as f:
+            f.writelines(lines[i:i + PUB_LINES_MAX])
     broker = Broker().start()
     env = dict(os.environ, SLUICE_PLUGIN_PATH="")
     addr = ["-h", "127.0.0.1", "-p", str(broker.port), "-q", "1"]
 
-    def publish(topic):
-        with open(messages, "rb") as f:
-            return subprocess.Popen([PUB, *addr, "-t", topic, "-l"], stdin=f)
+    def publish(topic, stdin=None):
+        """mosquitto_pub -l of every message (part after part), or of `stdin` (one pipe)."""
+        if stdin is not None:
+            return subprocess.Popen([PUB, *addr, "-t", topic, "-l"], stdin=stdin)
+        cmd = " && ".join(f"{shlex.join([PUB, *addr, '-t', topic, '-l'])} < {shlex.quote(p)}"
+                          for p in parts)
+        return subprocess.Popen(["/bin/sh", "-c", cmd])
 
     def subscriber(topic, out_path=None):
         """A persistent-session mosquitto_sub, subscribed when this returns."""
@@ -169,7 +181,7 @@ def mqtt_bench(build, mode, tmp):
             relay_in = [SUB, *addr, "-t", a, "-i", cid, "-c"]
             subprocess.run(relay_in + ["-E"], check=True, timeout=30)
             sub = subprocess.Popen(relay_in + ["-C", str(n)], stdout=subprocess.PIPE)
-            relay = subprocess.Popen([PUB, *addr, "-t", b, "-l"], stdin=sub.stdout)
+            relay = publish(b, stdin=sub.stdout)
             sub.stdout.close()
         else:
             relay, err = sluice(f'name = "relay{k}"\n' + source(a, k) + sink(b, "in", k),

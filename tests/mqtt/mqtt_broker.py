@@ -15,6 +15,8 @@ MOSQUITTO = "/usr/sbin/mosquitto"
 PUB = shutil.which("mosquitto_pub") or "/usr/bin/mosquitto_pub"
 SUB = shutil.which("mosquitto_sub") or "/usr/bin/mosquitto_sub"
 PASSWD = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
+# Lines one mosquitto_pub -l may publish (see Broker.publish).
+PUB_LINES_MAX = 50_000
 
 
 def have_broker():
@@ -152,8 +154,11 @@ class Broker:
         args = [PUB, "-h", "127.0.0.1", "-p", str(self.port), "-q", str(qos), "-t", topic, "-l"]
         if retain:
             args.append("-r")
-        data = "".join(m + "\n" for m in messages).encode()
-        subprocess.run(args + list(auth), input=data, check=True, timeout=120)
+        # One process per 50,000 lines: mosquitto_pub 2.0.11 -l disconnects when the PUBACK of
+        # the last line's message id arrives, and ids wrap at 65535.
+        for i in range(0, len(messages), PUB_LINES_MAX):
+            data = "".join(m + "\n" for m in messages[i:i + PUB_LINES_MAX]).encode()
+            subprocess.run(args + list(auth), input=data, check=True, timeout=120)
 
     def subscribe(self, topic, count, client_id, qos=1, timeout=60, auth=(), new=True):
         """A mosquitto_sub with a persistent session (`client_id`) that exits after `count`
