@@ -175,6 +175,7 @@ Status FromMqtt::on_io(Context ctx, uint64_t watch_id, uint32_t /*ready*/) {
 }
 
 Status FromMqtt::on_timer(Context ctx, uint64_t timer_id) {
+  if (!link_.failure().is_ok()) return link_.failure();
   if (link_.on_timer(ctx, timer_id)) {
     // A keepalive ping (or, after a reconnection, CONNECT) may be queued.
     flush(ctx);

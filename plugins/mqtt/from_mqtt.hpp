@@ -9,8 +9,9 @@
 //  - with checkpoints, checkpoint_commit: the stored checkpoint covers every message
 //    emitted before it, so their acknowledgements may go; a crash before that makes the
 //    broker deliver them again to the persistent session (at-least-once);
-//  - without, the end of the poll that emitted them: processing (delivery is synchronous
-//    and depth-first) is done.
+//  - without, the end of the poll that emitted them: delivery is synchronous and
+//    depth-first, so the sinks have them (unless a buffering operator holds them, whose
+//    contents a crash loses anyway without checkpoints).
 #pragma once
 
 #include <sluice/sluice.hpp>
@@ -32,8 +33,9 @@ class FromMqtt final : public sdk::Source, private LinkEvents {
       "value is its payload (decoded as `payload` says). With the default persistent session "
       "(clean_session = false and a stable client_id) messages published while sluiced is "
       "down are delivered when it is back. A QoS 1 message is acknowledged to the broker only "
-      "once the checkpoint that covers it is stored (without [checkpoint]: once the sinks "
-      "processed it), so a crash or a kill makes the broker deliver it again: at-least-once. "
+      "once the checkpoint that covers it is stored (without [checkpoint]: once it went "
+      "through the graph, which a buffering operator such as rate_limit may still hold), so a "
+      "crash or a kill makes the broker deliver it again: at-least-once. "
       "QoS 2 is received (libmosquitto delivers it at PUBREL, after its PUBREC went out), but "
       "a crash between that PUBREC and the next checkpoint can lose it: use QoS 1 for "
       "at-least-once. Back-pressure stops reading the socket: the broker holds the messages "

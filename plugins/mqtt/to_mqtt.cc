@@ -166,6 +166,7 @@ void ToMqtt::maybe_ready(Context ctx) {
 }
 
 Result<bool> ToMqtt::checkpoint_prepare(Context ctx, uint64_t epoch) {
+  if (!link_.failure().is_ok()) return link_.failure();
   if (in_flight_.empty() && waiting_.empty()) return true;
   preparing_ = epoch;
   service(ctx);
@@ -184,6 +185,7 @@ Status ToMqtt::on_io(Context ctx, uint64_t watch_id, uint32_t /*ready*/) {
 }
 
 Status ToMqtt::on_timer(Context ctx, uint64_t timer_id) {
+  if (!link_.failure().is_ok()) return link_.failure();
   if (link_.on_timer(ctx, timer_id)) {
     service(ctx);
     if (timer_id == Link::k_tick_timer) publish_metrics(ctx);
