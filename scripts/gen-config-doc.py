@@ -13,7 +13,7 @@ import sys
 
 BEGIN = "<!-- BEGIN GENERATED: scripts/gen-config-doc.py -->"
 END = "<!-- END GENERATED -->"
-IN_TREE = ("core_ops", "sinks", "kafka", "net", "postgres", "files", "http")
+IN_TREE = ("core_ops", "sinks", "kafka", "net", "postgres", "files", "http", "mqtt")
 
 
 def cell(text):
