@@ -26,7 +26,8 @@ import threading
 import time
 import unittest
 
-from sluice_it import SluiceTestCase, toml_str, wait_for
+from sluice_it import (SluiceTestCase, checkpointed_head, followed_lines_source, toml_str,
+                       wait_for)
 
 KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "25"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
@@ -40,18 +41,8 @@ class TortureBase(SluiceTestCase):
 
     def config(self):
         return f"""
-name = "torture"
-[runtime]
-batch_size = 8
-[checkpoint]
-interval_ms = 30
-keep = 3
-dir = "ck"
-[sources.lines]
-type = "from_textfile"
-path = "in.txt"
-follow = true
-poll_interval_ms = 5
+{checkpointed_head("torture", batch_size=8)}
+{followed_lines_source()}
 [operators.low]
 type = "map"
 inputs = ["lines"]

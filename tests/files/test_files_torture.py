@@ -26,7 +26,8 @@ import threading
 import time
 
 from files_it import in_progress_files, published_files, read_json_lines
-from sluice_it import SluiceTestCase, unittest, wait_for
+from sluice_it import (SluiceTestCase, checkpointed_head, followed_lines_source, unittest,
+                       wait_for)
 
 KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "25"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
@@ -38,18 +39,8 @@ class FilesTortureTest(SluiceTestCase):
 
     def pipeline(self, compression):
         return f"""
-name = "filestorture"
-[runtime]
-batch_size = 16
-[checkpoint]
-interval_ms = 30
-keep = 3
-dir = "ck"
-[sources.lines]
-type = "from_textfile"
-path = "in.txt"
-follow = true
-poll_interval_ms = 5
+{checkpointed_head("filestorture")}
+{followed_lines_source()}
 [operators.parsed]
 type = "map"
 inputs = ["lines"]

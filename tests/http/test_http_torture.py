@@ -22,7 +22,7 @@ import threading
 import time
 
 from http_it import HttpTestCase, unittest
-from sluice_it import wait_for
+from sluice_it import checkpointed_head, followed_lines_source, wait_for
 
 KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "20"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
@@ -34,18 +34,8 @@ class HttpTortureTest(HttpTestCase):
 
     def pipeline(self):
         return f"""
-name = "httptorture"
-[runtime]
-batch_size = 16
-[checkpoint]
-interval_ms = 30
-keep = 3
-dir = "ck"
-[sources.lines]
-type = "from_textfile"
-path = "in.txt"
-follow = true
-poll_interval_ms = 5
+{checkpointed_head("httptorture")}
+{followed_lines_source()}
 [operators.in]
 type = "map"
 inputs = ["lines"]

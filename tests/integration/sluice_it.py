@@ -243,6 +243,19 @@ def line_col(text, needle, occurrence=1):
     return line, col
 
 
+def checkpointed_head(name, batch_size=16):
+    """The head of the SIGKILL loops' pipelines (TOML): `name`, `batch_size` and a checkpoint
+    every 30 ms into ck/, 3 kept."""
+    return (f'name = "{name}"\n[runtime]\nbatch_size = {batch_size}\n'
+            '[checkpoint]\ninterval_ms = 30\nkeep = 3\ndir = "ck"\n')
+
+
+def followed_lines_source():
+    """Source `lines` (TOML): from_textfile following in.txt while a writer appends to it."""
+    return ('[sources.lines]\ntype = "from_textfile"\npath = "in.txt"\nfollow = true\n'
+            'poll_interval_ms = 5\n')
+
+
 def wait_for(predicate, timeout, interval=0.05):
     """Polls `predicate` until it is true or `timeout` seconds pass; returns its last value."""
     deadline = time.monotonic() + timeout
@@ -256,5 +269,6 @@ def wait_for(predicate, timeout, interval=0.05):
 __all__ = [
     "BROKEN_DIR", "DEFAULT_TIMEOUT", "EXIT_INVALID", "EXIT_OK", "EXIT_RUNTIME",
     "EXIT_TESTS_FAILED", "PLUGIN_DIR", "SLUICED", "Result", "SluiceTestCase", "broken",
-    "line_col", "plugin_file", "toml_str", "wait_for",
+    "checkpointed_head", "followed_lines_source", "line_col", "plugin_file", "toml_str",
+    "wait_for",
 ]

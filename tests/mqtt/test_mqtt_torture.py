@@ -36,6 +36,7 @@ import time
 
 from mqtt_broker import PUB
 from mqtt_it import MqttTestCase, unittest, wait_until
+from sluice_it import checkpointed_head, followed_lines_source
 
 KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "15"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
@@ -48,13 +49,7 @@ class MqttTortureTest(MqttTestCase):
         rng = random.Random(SEED)
         topic = f"torture{os.getpid()}"
         cfg = self.write("p.toml", f"""
-name = "mqtttorture"
-[runtime]
-batch_size = 16
-[checkpoint]
-interval_ms = 30
-keep = 3
-dir = "ck"
+{checkpointed_head("mqtttorture")}
 {self.source_toml([topic], qos=1)}
 {self.file_sink()}append = true
 flush = "finish"
@@ -121,18 +116,8 @@ flush = "finish"
         first.stdout.close()
         first.stderr.close()
         cfg = self.write("p.toml", f"""
-name = "mqtttortureout"
-[runtime]
-batch_size = 16
-[checkpoint]
-interval_ms = 30
-keep = 3
-dir = "ck"
-[sources.lines]
-type = "from_textfile"
-path = "in.txt"
-follow = true
-poll_interval_ms = 5
+{checkpointed_head("mqtttortureout")}
+{followed_lines_source()}
 {self.sink_toml(inputs=("lines",), topic=topic, qos=1)}
 """)
         open(self.path("in.txt"), "w").close()

@@ -29,7 +29,7 @@ import time
 
 from pg_it import PgTestCase, unittest
 from pg_server import PsqlSession
-from sluice_it import wait_for
+from sluice_it import checkpointed_head, followed_lines_source, wait_for
 
 KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "20"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
@@ -43,18 +43,8 @@ class PostgresTortureTest(PgTestCase):
 
     def pipeline(self, table, sink_keys, middle=""):
         return f"""
-name = "pgtorture"
-[runtime]
-batch_size = 16
-[checkpoint]
-interval_ms = 30
-keep = 3
-dir = "ck"
-[sources.lines]
-type = "from_textfile"
-path = "in.txt"
-follow = true
-poll_interval_ms = 5
+{checkpointed_head("pgtorture")}
+{followed_lines_source()}
 [operators.parsed]
 type = "map"
 inputs = ["lines"]
