@@ -258,7 +258,9 @@ Status PluginCache::write(const fs::path& path) const {
   };
   const std::string text = json_dump(Value::object(fields).raw()) + "\n";
 
-  std::string tmp = (path.parent_path() / ("." + path.filename().string() + ".XXXXXX")).string();
+  // (fmt, not "." + string: GCC 12 at -O3 warns falsely on that operator+, -Werror=restrict.)
+  std::string tmp =
+      (path.parent_path() / fmt::format(".{}.XXXXXX", path.filename().string())).string();
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) {
     return Status(SL_UNAVAILABLE, fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
