@@ -22,12 +22,10 @@ import json
 import os
 import random
 import signal
-import threading
 import time
 import unittest
 
-from sluice_it import (SluiceTestCase, checkpointed_head, followed_lines_source, toml_str,
-                       wait_for)
+from sluice_it import SluiceTestCase, checkpointed_head, followed_lines_source, wait_for
 
 KILLS = int(os.environ.get("SLUICE_TORTURE_KILLS", "25"))
 SEED = int(os.environ.get("SLUICE_TORTURE_SEED", str(int(time.time()))))
@@ -75,21 +73,7 @@ exactly_once = {"true" if self.exactly_once else "false"}
             table[w] = table.get(w, 0) + 1
             expected.append(dict(table))
         cfg = self.write("p.toml", self.config())
-        open(self.path("in.txt"), "w").close()
-
-        done = threading.Event()
-
-        def writer():
-            with open(self.path("in.txt"), "a", encoding="utf-8") as f:
-                for i in range(0, total_lines, CHUNK):
-                    f.write("".join(w + "\n" for w in lines[i:i + CHUNK]))
-                    f.flush()
-                    time.sleep(CHUNK_PERIOD)
-            done.set()
-
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        self.addCleanup(t.join)
+        done = self.append_in_background(lines, CHUNK, CHUNK_PERIOD)
 
         # Three kills in four land after the checkpoint coordinator has decided between a
         # restore and a fresh start (a random point in the replay, processing or a

@@ -22,7 +22,6 @@ import os
 import random
 import re
 import signal
-import threading
 import time
 
 from files_it import in_progress_files, published_files, read_json_lines
@@ -56,22 +55,8 @@ compression = "{compression}"
 """
 
     def start_writer(self, n):
-        open(self.path("in.txt"), "w").close()
-        done = threading.Event()
-
-        def writer():
-            with open(self.path("in.txt"), "a", encoding="utf-8") as f:
-                for i in range(0, n, CHUNK):
-                    f.write("".join(json.dumps({"id": j, "k": f"k{j % 5}"}) + "\n"
-                                    for j in range(i, min(n, i + CHUNK))))
-                    f.flush()
-                    time.sleep(CHUNK_PERIOD)
-            done.set()
-
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        self.addCleanup(t.join)
-        return done
+        return self.append_in_background(
+            [json.dumps({"id": j, "k": f"k{j % 5}"}) for j in range(n)], CHUNK, CHUNK_PERIOD)
 
     def wait_for_new_checkpoint(self):
         """Returns as soon as a checkpoint newer than the ones in the store now is stored

@@ -18,7 +18,6 @@ import json
 import os
 import random
 import signal
-import threading
 import time
 
 from http_it import HttpTestCase, unittest
@@ -45,22 +44,8 @@ function = "json_parse"
 """
 
     def start_writer(self, n):
-        open(self.path("in.txt"), "w").close()
-        done = threading.Event()
-
-        def writer():
-            with open(self.path("in.txt"), "a", encoding="utf-8") as f:
-                for i in range(0, n, CHUNK):
-                    f.write("".join(json.dumps({"id": j}) + "\n"
-                                    for j in range(i, min(n, i + CHUNK))))
-                    f.flush()
-                    time.sleep(CHUNK_PERIOD)
-            done.set()
-
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        self.addCleanup(t.join)
-        return done
+        return self.append_in_background([json.dumps({"id": j}) for j in range(n)], CHUNK,
+                                         CHUNK_PERIOD)
 
     def test_every_line_arrives_at_least_once_and_keys_are_stable_across_kills(self):
         rng = random.Random(SEED)

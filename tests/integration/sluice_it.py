@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -182,6 +183,27 @@ class SluiceTestCase(unittest.TestCase):
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         self._procs.append(proc)
         return proc, out_path, err_path
+
+    def append_in_background(self, lines, chunk, period, name="in.txt"):
+        """Creates the file `name` (empty) and starts a thread that appends `lines` (strings,
+        without their newline) to it, `chunk` lines every `period` seconds, as a program
+        writing its log does; returns an Event set once every line is written."""
+        path = self.path(name)
+        open(path, "w").close()
+        done = threading.Event()
+
+        def writer():
+            with open(path, "a", encoding="utf-8") as f:
+                for i in range(0, len(lines), chunk):
+                    f.write("".join(line + "\n" for line in lines[i:i + chunk]))
+                    f.flush()
+                    time.sleep(period)
+            done.set()
+
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        self.addCleanup(t.join)
+        return done
 
     def wait_log(self, err_path, needle, timeout=30):
         """Waits until the file `err_path` (a spawned sluiced's stderr) holds `needle`."""

@@ -120,20 +120,7 @@ flush = "finish"
 {followed_lines_source()}
 {self.sink_toml(inputs=("lines",), topic=topic, qos=1)}
 """)
-        open(self.path("in.txt"), "w").close()
-        done = threading.Event()
-
-        def writer():
-            with open(self.path("in.txt"), "a", encoding="utf-8") as f:
-                for i in range(0, TOTAL, 20):
-                    f.write("".join(f"{j}\n" for j in range(i, i + 20)))
-                    f.flush()
-                    time.sleep(0.004)
-            done.set()
-
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        self.addCleanup(t.join)
+        done = self.append_in_background([str(j) for j in range(TOTAL)], 20, 0.004)
         restores = 0
         proc = err = None
         for k in range(KILLS + 1):

@@ -24,7 +24,6 @@ import json
 import os
 import random
 import signal
-import threading
 import time
 
 from pg_it import PgTestCase, unittest
@@ -56,21 +55,7 @@ batch_rows = 100
 """
 
     def start_writer(self, lines):
-        open(self.path("in.txt"), "w").close()
-        done = threading.Event()
-
-        def writer():
-            with open(self.path("in.txt"), "a", encoding="utf-8") as f:
-                for i in range(0, len(lines), CHUNK):
-                    f.write("".join(line + "\n" for line in lines[i:i + CHUNK]))
-                    f.flush()
-                    time.sleep(CHUNK_PERIOD)
-            done.set()
-
-        t = threading.Thread(target=writer, daemon=True)
-        t.start()
-        self.addCleanup(t.join)
-        return done
+        return self.append_in_background(lines, CHUNK, CHUNK_PERIOD)
 
     def kill_loop(self, cfg, rng, after_restart):
         """KILLS times: run, wait, SIGKILL. Even kills come at a random moment; odd ones as
