@@ -3,6 +3,7 @@ log, and the command line of one benchmark run on its own (bench.py runs them al
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 
@@ -13,6 +14,22 @@ class Skip(Exception):
 
 def log(msg):
     print(msg, flush=True)
+
+
+def ratio_rows(times, base, n, unit, width=8, extra=None):
+    """Logs one line per variant of `times` (name -> each run's seconds): its median, `n`
+    divided by it as `unit`s per second, and its ratio to the median of variant `base`
+    (base's time / this time: 1.0 is as fast, above is faster), then the text `extra(name)`
+    if given. Returns {name: {"seconds", "<unit>_per_s", "ratio_to_<base>"}}."""
+    base_median = statistics.median(times[base])
+    out = {}
+    for name, runs in times.items():
+        med = statistics.median(runs)
+        out[name] = {"seconds": med, f"{unit}_per_s": n / med,
+                     f"ratio_to_{base}": base_median / med}
+        log(f"  {name:{width}s} {n / med:12,.0f} {unit}/s  {med:7.3f} s  "
+            f"ratio {base_median / med:5.2f}" + (f"  {extra(name)}" if extra else ""))
+    return out
 
 
 def standalone_main(doc, name, bench, before=None):

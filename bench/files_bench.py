@@ -23,12 +23,11 @@ import gzip
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import tempfile
 import time
 
-from bench_support import Skip, log, run  # beside this file
+from bench_support import Skip, log, ratio_rows, run  # beside this file
 
 SIZES = {"full": 1_000_000, "quick": 200_000, "smoke": 5_000}
 REPEAT = {"full": 3, "quick": 3, "smoke": 1}
@@ -107,16 +106,13 @@ inputs = ["rows"]
                 raise RuntimeError(f"{name}: {got} lines written, expected {n}")
             files_made[name] = sum(len(names) for _, _, names in os.walk(out))
             times[name].append(elapsed)
-    base = statistics.median(times["textfile"])
     result = {"rows": n}
     log(f"\nto_files, {n} rows, median of {repeat}; ratio = textfile's time / this time "
         f"(1.0 = as fast as sink_to_textfile)")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        result[name] = {"seconds": med, "rows_per_s": n / med, "ratio_to_textfile": base / med,
-                        "files": files_made[name]}
-        log(f"  {name:8s} {n / med:12,.0f} rows/s  {med:7.3f} s  ratio {base / med:5.2f}  "
-            f"{files_made[name]:5d} files")
+    result.update(ratio_rows(times, "textfile", n, "rows",
+                             extra=lambda name: f"{files_made[name]:5d} files"))
+    for name in times:
+        result[name]["files"] = files_made[name]
     return result
 
 

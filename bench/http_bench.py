@@ -29,12 +29,11 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import tempfile
 import time
 
-from bench_support import Skip, log, run  # beside this file
+from bench_support import Skip, log, ratio_rows, run  # beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = {"full": 1_000_000, "quick": 200_000, "smoke": 5_000}
@@ -200,15 +199,11 @@ concurrency = {CONCURRENCY}
     finally:
         nginx.terminate()
         nginx.wait(10)
-    base = statistics.median(times["curl_loop"])
     out = {"elements": n, "batch": BATCH, "concurrency": CONCURRENCY}
     log(f"\nto_http, {n} elements (~60 bytes of JSON), NDJSON batches of {BATCH}, "
         f"{CONCURRENCY} in flight, nginx answering 204; median of {repeat}; "
         f"ratio = curl_loop's time / this time (1.0 = as fast as the plain libcurl loop)")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        out[name] = {"seconds": med, "elements_per_s": n / med, "ratio_to_curl_loop": base / med}
-        log(f"  {name:12s} {n / med:12,.0f} elements/s  {med:7.3f} s  ratio {base / med:5.2f}")
+    out.update(ratio_rows(times, "curl_loop", n, "elements", width=12))
     return out
 
 

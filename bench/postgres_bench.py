@@ -21,13 +21,12 @@ bench/bench.py calls postgres_bench(build, mode, tmp); run alone, this file does
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from bench_support import Skip, log, run  # beside this file
+from bench_support import Skip, log, ratio_rows, run  # beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "postgres"))
@@ -114,14 +113,10 @@ batch_rows = 1000
                 times[name].append(elapsed)
     finally:
         server.destroy()
-    base = statistics.median(times["copy"])
     out = {"rows": n}
     log(f"\nto_postgres, {n} rows (id, name, score), median of {repeat}; "
         f"ratio = copy's time / this time (1.0 = as fast as psql \\copy)")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        out[name] = {"seconds": med, "rows_per_s": n / med, "ratio_to_copy": base / med}
-        log(f"  {name:8s} {n / med:12,.0f} rows/s  {med:7.3f} s  ratio {base / med:5.2f}")
+    out.update(ratio_rows(times, "copy", n, "rows"))
     return out
 
 
