@@ -55,7 +55,8 @@ ConnectionOptions ConnectionOptions::from_config(const sdk::Config& cfg, std::st
         "sluice-" + (cfg.pipeline().empty() ? std::string("pipeline") : cfg.pipeline()) + "-" +
         std::string(node_id));
   }
-  if (cfg.task_count() > 1) o.client_id += "-" + std::to_string(task_index);
+  // (append, not "-" + to_string(): GCC 12 at -O3 warns falsely on that, -Werror=restrict)
+  if (cfg.task_count() > 1) o.client_id.append("-").append(std::to_string(task_index));
   o.clean_session = cfg.get_bool("clean_session");
   o.keepalive_s = static_cast<int>(cfg.get_int("keepalive_s"));
   o.username = cfg.find_string("username").value_or("");
