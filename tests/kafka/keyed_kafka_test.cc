@@ -215,10 +215,13 @@ TEST_F(KafkaStoreSharedTest, AStoreOpenedEarlierListsWhatOtherProcessesWroteSinc
 struct GroupCalls {
   const Task* task = nullptr;
   std::vector<std::vector<uint32_t>> assigned, revoked;
-  std::vector<sl_status> restored;                       // what each restore_group answered
-  std::vector<sl_status> dropped;                        // what each drop_group answered
-  std::atomic<int> assigned_calls{0}, revoked_calls{0};  // read by the test's other thread
-  std::atomic<int> owned{0};                             // groups assigned and not revoked since
+  // Both kinds of call in the order they came: a partial revocation can be followed by a
+  // lost assignment (a second revocation) before the next assignment.
+  std::vector<std::pair<bool, std::vector<uint32_t>>> in_order;  // true: assigned
+  std::vector<sl_status> restored;                               // what each restore_group answered
+  std::vector<sl_status> dropped;                                // what each drop_group answered
+  std::atomic<int> assigned_calls{0}, revoked_calls{0};          // read by the test's other thread
+  std::atomic<int> owned{0};  // groups assigned and not revoked since
 };
 GroupCalls g_calls;
 std::vector<std::string> g_values;
@@ -232,6 +235,7 @@ const NodeRuntime* node_of(const Task& task, const std::string& id) {
 
 sl_status fake_assigned(sl_context* ctx, const uint32_t* groups, size_t count) {
   g_calls.assigned.emplace_back(groups, groups + count);
+  g_calls.in_order.emplace_back(true, g_calls.assigned.back());
   const NodeRuntime* src = node_of(*g_calls.task, "src");
   if (src == nullptr) return SL_INTERNAL;
   for (size_t i = 0; i < count; ++i) {
@@ -245,6 +249,7 @@ sl_status fake_assigned(sl_context* ctx, const uint32_t* groups, size_t count) {
 }
 sl_status fake_revoked(sl_context* ctx, const uint32_t* groups, size_t count) {
   g_calls.revoked.emplace_back(groups, groups + count);
+  g_calls.in_order.emplace_back(false, g_calls.revoked.back());
   const NodeRuntime* src = node_of(*g_calls.task, "src");
   if (src == nullptr) return SL_INTERNAL;
   for (size_t i = 0; i < count; ++i) {
@@ -293,6 +298,7 @@ class FromKafkaGroupsTest : public KafkaStoreSharedTest {
     g_calls.task = nullptr;
     g_calls.assigned.clear();
     g_calls.revoked.clear();
+    g_calls.in_order.clear();
     g_calls.restored.clear();
     g_calls.dropped.clear();
     g_calls.assigned_calls = 0;
@@ -456,9 +462,8 @@ config = { "fetch.wait.max.ms" = "10", "session.timeout.ms" = "6000", "heartbeat
   // On a failure: the calls in their order and the other member's log (the mock's
   // rebalances under load are what this test depends on).
   std::string history = "calls:";
-  for (size_t i = 0, r = 0; i < g_calls.assigned.size() || r < g_calls.revoked.size();) {
-    if (i < g_calls.assigned.size()) history += " assigned" + groups_text(g_calls.assigned[i++]);
-    if (r < g_calls.revoked.size()) history += " revoked" + groups_text(g_calls.revoked[r++]);
+  for (const auto& [assigned, groups] : g_calls.in_order) {
+    history += (assigned ? " assigned" : " revoked") + groups_text(groups);
   }
   {
     std::ifstream in(dir / "other.log");
@@ -481,14 +486,13 @@ config = { "fetch.wait.max.ms" = "10", "session.timeout.ms" = "6000", "heartbeat
   ASSERT_GE(g_calls.revoked.size(), 1u)
       << "no revocation within 60 s (is sluiced running? see " << (dir / "other.log") << ")";
   std::set<uint32_t> owned;
-  for (size_t i = 0, r = 0; i < g_calls.assigned.size() || r < g_calls.revoked.size();) {
-    // The calls alternate: assignment i, then revocation r (a revocation comes after the
-    // assignment that gave the group).
-    if (i < g_calls.assigned.size()) {
-      for (uint32_t g : g_calls.assigned[i++]) EXPECT_TRUE(owned.insert(g).second) << g;
-    }
-    if (r < g_calls.revoked.size()) {
-      for (uint32_t g : g_calls.revoked[r++]) EXPECT_EQ(owned.erase(g), 1u) << g;
+  for (const auto& [assigned, groups] : g_calls.in_order) {
+    for (uint32_t g : groups) {
+      if (assigned) {
+        EXPECT_TRUE(owned.insert(g).second) << "group " << g << " assigned while owned";
+      } else {
+        EXPECT_EQ(owned.erase(g), 1u) << "group " << g << " revoked while not owned";
+      }
     }
   }
   EXPECT_EQ(owned.size(), 1u);
