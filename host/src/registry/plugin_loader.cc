@@ -9,6 +9,7 @@
 #endif
 #include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -394,7 +395,10 @@ std::vector<LoadProblem> PluginLoader::load_search_path(const std::vector<fs::pa
   registry_.record_search(std::move(searched), fs::is_directory(fallback) ? fs::path() : fallback);
   if (cache_use_ != PluginCacheUse::none && cache_changed_) {
     cache_.prune();
-    (void)cache_.write(cache_path_);  // a cache that cannot be written is no error
+    // A cache that cannot be written is no error: the next start opens every plugin again.
+    if (Status st = cache_.write(cache_path_); !st.is_ok()) {
+      spdlog::debug("plugin cache not written: {}", st.message());
+    }
     cache_changed_ = false;
   }
   return problems;
