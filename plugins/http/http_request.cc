@@ -7,7 +7,11 @@ namespace sluice::http {
 
 namespace {
 constexpr size_t k_excerpt = 300;  // bytes of an answer's body kept for error messages
-}
+// A server's Retry-After is capped at a day: any number fits the header, and a wait in
+// milliseconds or nanoseconds past int64 would overflow (retry_max_elapsed_ms bounds the
+// real wait anyway, unless it is 0).
+constexpr int64_t k_max_retry_after_s = 24 * 3600;
+}  // namespace
 
 HttpRequest::HttpRequest() : easy_(curl_easy_init()) {
   if (easy_ == nullptr) throw std::runtime_error("curl_easy_init failed");
@@ -60,7 +64,7 @@ Answer HttpRequest::answer(CURLcode rc) const {
   curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &a.status);
   curl_off_t retry_after = 0;
   if (curl_easy_getinfo(easy_, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
-    a.retry_after_s = static_cast<int64_t>(retry_after);
+    a.retry_after_s = std::min<int64_t>(static_cast<int64_t>(retry_after), k_max_retry_after_s);
   }
   curl_easy_getinfo(easy_, CURLINFO_TOTAL_TIME, &a.seconds);
   a.body_excerpt = body_excerpt_;

@@ -152,6 +152,16 @@ class RetryTest(HttpTestCase):
         self.assertInStderr("within retry_max_elapsed_ms = 2000 ms (the server asked to wait "
                             "3600 s)", r)
 
+    def test_a_retry_after_past_any_clock_is_capped_at_a_day(self):
+        # The largest int64 curl reads: in milliseconds it once overflowed.
+        self.server.control(default={"status": 429,
+                                     "headers": {"Retry-After": "9223372036854775807"}})
+        cfg = self.write("p.toml", iterable(items(3)) + self.sink_toml(retry_max_elapsed_ms=2000))
+        r = self.sluiced("run", cfg, timeout=30)
+        self.assertExit(r, EXIT_RUNTIME)
+        self.assertEqual(len(self.server.received()), 1)
+        self.assertInStderr("(the server asked to wait 86400 s)", r)
+
     def test_a_hanging_server_times_out_and_the_batch_is_retried(self):
         self.server.control(script=[{"hang": 5}])
         data = items(4)
