@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 namespace sluice::mqtt {
@@ -21,6 +22,21 @@ Link::Link(ConnectionOptions options, LinkEvents& events, std::string who)
 
 Link::~Link() {
   if (m_ != nullptr) mosquitto_destroy(m_);
+}
+
+// libmosquitto's callbacks run inside its C frames (loop_read, loop_write, loop_misc): no
+// exception may cross them. What one could throw (an allocation, mostly) fails the link
+// instead, which its node reports at its next call.
+template <class F>
+void Link::guarded(void* self, F&& f) noexcept {
+  auto* link = static_cast<Link*>(self);
+  try {
+    f(*link);
+  } catch (const std::exception& e) {
+    link->failure_ = sdk::Status(SL_INTERNAL, link->who_ + ": in a callback: " + e.what());
+  } catch (...) {
+    link->failure_ = sdk::Status(SL_INTERNAL, link->who_ + ": in a callback: unknown exception");
+  }
 }
 
 sdk::Status Link::open(sdk::Context ctx) {
@@ -177,47 +193,46 @@ bool Link::on_timer(sdk::Context ctx, uint64_t timer_id) {
 }
 
 void Link::on_connect_cb(mosquitto* /*m*/, void* self, int rc, int flags) {
-  auto* link = static_cast<Link*>(self);
+  guarded(self, [&](Link& link) { link.on_connect(rc, flags); });
+}
+
+void Link::on_connect(int rc, int flags) {
   if (rc != 0) {
     // The broker refused (bad credentials, client id): the disconnect follows.
-    link->refused_ =
-        "the broker refused the connection: " + std::string(mosquitto_connack_string(rc));
+    refused_ = "the broker refused the connection: " + std::string(mosquitto_connack_string(rc));
     return;
   }
-  link->connected_ = true;
-  link->lost_reported_ = false;
-  link->backoff_ = k_first_backoff;
-  if (link->down_since_ns_ != 0) {
-    link->ctx_.log_info(link->who_ + ": reconnected after " +
-                        std::to_string((link->ctx_.now_ns() - link->down_since_ns_) / 1'000'000) +
-                        " ms");
-    link->down_since_ns_ = 0;
+  connected_ = true;
+  lost_reported_ = false;
+  backoff_ = k_first_backoff;
+  if (down_since_ns_ != 0) {
+    ctx_.log_info(who_ + ": reconnected after " +
+                  std::to_string((ctx_.now_ns() - down_since_ns_) / 1'000'000) + " ms");
+    down_since_ns_ = 0;
   }
-  link->ctx_.log_info(link->who_ + ": connected to " + link->options_.host + ":" +
-                      std::to_string(link->options_.port) + " as \"" + link->options_.client_id +
-                      "\" (" + ((flags & 1) != 0 ? "session resumed" : "new session") + ")");
-  link->events_.on_connected((flags & 1) != 0);
+  ctx_.log_info(who_ + ": connected to " + options_.host + ":" + std::to_string(options_.port) +
+                " as \"" + options_.client_id + "\" (" +
+                ((flags & 1) != 0 ? "session resumed" : "new session") + ")");
+  events_.on_connected((flags & 1) != 0);
 }
 
 void Link::on_subscribe_cb(mosquitto* /*m*/, void* self, int /*mid*/, int /*qos_count*/,
                            const int* /*granted_qos*/) {
-  static_cast<Link*>(self)->events_.on_subscribed();
+  guarded(self, [](Link& link) { link.events_.on_subscribed(); });
 }
 
-void Link::on_disconnect_cb(mosquitto* /*m*/, void* self, int rc) {
-  auto* link = static_cast<Link*>(self);
+void Link::on_disconnect_cb(mosquitto* /*m*/, void* self, int /*rc*/) {
   // Called from inside loop_read / loop_write / loop_misc, whose return code the caller
   // turns into lost(); only mark the state here.
-  link->connected_ = false;
-  (void)rc;
+  static_cast<Link*>(self)->connected_ = false;
 }
 
 void Link::on_message_cb(mosquitto* /*m*/, void* self, const mosquitto_message* msg) {
-  static_cast<Link*>(self)->events_.on_message(*msg);
+  guarded(self, [msg](Link& link) { link.events_.on_message(*msg); });
 }
 
 void Link::on_publish_cb(mosquitto* /*m*/, void* self, int mid) {
-  static_cast<Link*>(self)->events_.on_published(mid);
+  guarded(self, [mid](Link& link) { link.events_.on_published(mid); });
 }
 
 }  // namespace sluice::mqtt

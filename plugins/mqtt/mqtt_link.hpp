@@ -106,6 +106,11 @@ class Link {
   static void on_publish_cb(mosquitto* m, void* self, int mid);
   static void on_subscribe_cb(mosquitto* m, void* self, int mid, int qos_count,
                               const int* granted_qos);
+  /// Runs f(link) for a callback; an exception fails the link (failure()) instead of
+  /// crossing libmosquitto's C frames.
+  template <class F>
+  static void guarded(void* self, F&& f) noexcept;
+  void on_connect(int rc, int flags);
 
   /// A connection attempt (first or again). false: it failed at once (retry armed).
   bool connect(sdk::Context ctx, bool first);
