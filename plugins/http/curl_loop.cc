@@ -34,9 +34,15 @@ sdk::Status CurlLoop::add(CURL* easy) {
 
 void CurlLoop::remove(CURL* easy) { curl_multi_remove_handle(multi_, easy); }
 
+// curl's callbacks run inside its C frames: no exception may cross them. -1 makes curl fail
+// the transfers (an allocation failing here is the only exception expected).
 int CurlLoop::on_socket(CURL* /*easy*/, curl_socket_t s, int what, void* self, void* /*socketp*/) {
-  static_cast<CurlLoop*>(self)->watch(s, what);
-  return 0;
+  try {
+    static_cast<CurlLoop*>(self)->watch(s, what);
+    return 0;
+  } catch (...) {
+    return -1;
+  }
 }
 
 void CurlLoop::watch(int fd, int what) {
@@ -54,7 +60,7 @@ void CurlLoop::watch(int fd, int what) {
   if (!st.is_ok()) ctx_.log_error("to_http: io_watch: " + std::string(st.message()));
 }
 
-int CurlLoop::on_timeout(CURLM* /*multi*/, long timeout_ms, void* self) {
+int CurlLoop::on_timeout(CURLM* /*multi*/, long timeout_ms, void* self) try {
   auto* loop = static_cast<CurlLoop*>(self);
   // curl moves its timeout at nearly every call; a host timer is a syscall to move. So the
   // host timer is moved only to an earlier time: a timer that fires before curl's time
@@ -65,6 +71,8 @@ int CurlLoop::on_timeout(CURLM* /*multi*/, long timeout_ms, void* self) {
     if (!loop->arm(timeout_ms)) return -1;
   }
   return 0;
+} catch (...) {
+  return -1;  // as on_socket
 }
 
 bool CurlLoop::arm(int64_t delay_ms) {

@@ -22,13 +22,15 @@ HttpRequest::~HttpRequest() {
   curl_slist_free_all(headers_);
 }
 
-size_t HttpRequest::on_body(char* data, size_t size, size_t count, void* self) {
+size_t HttpRequest::on_body(char* data, size_t size, size_t count, void* self) try {
   auto* r = static_cast<HttpRequest*>(self);
   const size_t n = size * count;
   if (r->body_excerpt_.size() < k_excerpt) {
     r->body_excerpt_.append(data, std::min(n, k_excerpt - r->body_excerpt_.size()));
   }
   return n;
+} catch (...) {
+  return 0;  // no exception may cross curl's C frames; 0 fails the transfer (a write error)
 }
 
 void HttpRequest::prepare(const RequestTemplate& t, const Batch& b) {
